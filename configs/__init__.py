@@ -1,0 +1,1 @@
+"""Built-in configuration files (weak predictor diagrams), installed as ``seraph.configs``."""

@@ -1,0 +1,123 @@
+"""What the scheduler needs from a backend, and the slot layout a memory budget allows."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from seraph.errors import DeviceError
+from seraph.units import format_size
+
+#: The most source blocks the activity summary tracks; more blocks are more precise but
+#: cost more per activity check.
+MAX_BLOCKS = 4096
+
+
+@dataclass
+class SweepResult:
+    attempted: int
+    succeeded: int
+    skipped_strong: int
+    skipped_weak: int
+    minimum: object  # smallest value written, or the algorithm's infinity
+
+
+@dataclass
+class Layout:
+    """How a graph maps onto a device memory budget."""
+
+    num_slots: int
+    resident: bool
+    state_bytes: int
+    slot_bytes: int
+    block_shift: int
+    num_blocks: int
+
+    @classmethod
+    def plan(cls, graph, weak: bool, budget: int | None) -> Layout:
+        n, pages = graph.num_vertices, graph.num_pages
+        block_shift = 0
+        while (n >> block_shift) >= MAX_BLOCKS:
+            block_shift += 1
+        num_blocks = max(1, ((n - 1) >> block_shift) + 1)
+        # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs
+        state = n * (4 + 8 + 1 + (1 if weak else 0)) + 8 + num_blocks * 8
+        slot = graph.page_edges * (8 if graph.weighted else 4)
+        if budget is None:
+            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks)
+        needed_slots = min(2, max(pages, 1))
+        minimum = state + needed_slots * slot
+        if budget < minimum:
+            raise DeviceError(
+                f"device memory budget {format_size(budget)} is too small for this graph: the "
+                f"vertex state needs {format_size(state)} and {needed_slots} page slots need "
+                f"{format_size(needed_slots * slot)}; the minimum is {format_size(minimum)} "
+                f"({minimum} bytes). Raise the budget or preprocess with smaller pages.")
+        slots = int((budget - state) // slot)
+        if slots >= pages:
+            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks)
+        return cls(slots, False, state, slot, block_shift, num_blocks)
+
+
+class Backend(ABC):
+    """Page slots and vertex state on a device, driven by the scheduler.
+
+    Copies are asynchronous: ``load`` starts one, ``landed`` polls it, ``wait`` blocks and
+    returns its (start, end) times for the trace.
+    """
+
+    name = "abstract"
+
+    def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
+                 initial_state: int = 0):
+        self.graph, self.algorithm, self.layout = graph, algorithm, layout
+        self.table = table  # the weak diagram's packed table, or None
+        self.initial_state = np.uint8(initial_state)
+
+    @abstractmethod
+    def load(self, slot: int, page: int) -> None: ...
+
+    @abstractmethod
+    def landed(self, slot: int) -> bool: ...
+
+    @abstractmethod
+    def wait(self, slot: int) -> tuple[float, float] | None: ...
+
+    @abstractmethod
+    def sweep(self, slots: list[int], pages: list[int], predictor: int, threshold,
+              epoch: int) -> SweepResult: ...
+
+    @abstractmethod
+    def set_values(self, values: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def host_values(self) -> np.ndarray:
+        """The values in host memory (for the push engine and the result)."""
+
+    @abstractmethod
+    def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
+        """The host changed ``changed`` (push rounds): sync them, dirty their blocks, and
+        return their predictor states to the initial one (every success returns to 0)."""
+
+    @abstractmethod
+    def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None: ...
+
+    @abstractmethod
+    def block_epochs(self) -> np.ndarray:
+        """Per source block, the epoch of its last change (host array)."""
+
+    @abstractmethod
+    def take_changed(self) -> np.ndarray:
+        """Vertices changed since the last call (sorted), clearing the flags."""
+
+    @abstractmethod
+    def take_owing(self) -> np.ndarray:
+        """Vertices the weak predictor skipped since their last attempt, made to attempt."""
+
+    @abstractmethod
+    def state_counts(self) -> list[int]: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass

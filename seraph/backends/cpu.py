@@ -1,0 +1,120 @@
+"""The CPU backend: host buffers stand in for device slots, numba kernels for CUDA ones.
+
+It honours the same memory budget and slot logic as the CUDA backend, so CI exercises
+every paging path without a GPU. When the whole graph fits the budget (the default has no
+limit) the "slots" are views of the graph's own arrays and nothing is copied.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numba
+import numpy as np
+
+from seraph.backends.base import Backend, SweepResult
+from seraph.backends.cpu_kernels import sweep_pages
+from seraph.predictors import OWES, STATE_MASK
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self, graph, algorithm, layout, table: np.ndarray | None,
+                 initial_state: int = 0):
+        super().__init__(graph, algorithm, layout, table, initial_state)
+        indptr, indices, weights = graph.csc()
+        self.indptr = indptr
+        n, pe = graph.num_vertices, graph.page_edges
+        self.values = np.empty(n, dtype=algorithm.dtype)
+        self.changed = np.zeros(n, dtype=np.uint8)
+        self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
+        self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
+        self._no_weights = np.zeros(0, dtype=np.float32)
+        if layout.resident:
+            # Every page is resident: the slot buffers are the graph's own arrays.
+            self.slot_indices = indices
+            self.slot_weights = weights if weights is not None else self._no_weights
+        else:
+            self.slot_indices = np.zeros(layout.num_slots * pe, dtype=np.int32)
+            self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=np.float32)
+                                 if graph.weighted else self._no_weights)
+        self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-copy")
+        self._copies: dict[int, Future] = {}
+        self._chunks = 4 * numba.get_num_threads()
+
+    # -- pages ----------------------------------------------------------------------------
+    def page_offset(self, slot: int, page: int) -> int:
+        return page * self.graph.page_edges if self.layout.resident else slot * \
+            self.graph.page_edges
+
+    def _copy(self, slot: int, page: int) -> tuple[float, float]:
+        start = time.perf_counter()
+        pe = self.graph.page_edges
+        weights = self.slot_weights[slot * pe:(slot + 1) * pe] if self.graph.weighted else None
+        self.graph.read_page(page, self.slot_indices[slot * pe:(slot + 1) * pe], weights)
+        return start, time.perf_counter()
+
+    def load(self, slot: int, page: int) -> None:
+        self._copies[slot] = self._copier.submit(self._copy, slot, page)
+
+    def landed(self, slot: int) -> bool:
+        fut = self._copies.get(slot)
+        return fut is None or fut.done()
+
+    def wait(self, slot: int) -> tuple[float, float] | None:
+        fut = self._copies.pop(slot, None)
+        return None if fut is None else fut.result()
+
+    def sweep(self, slots: list[int], pages: list[int], predictor: int, threshold,
+              epoch: int) -> SweepResult:
+        g = self.graph
+        pages_arr = np.asarray(pages, dtype=np.int64)
+        offsets = np.array([self.page_offset(s, p) for s, p in zip(slots, pages, strict=True)],
+                           dtype=np.int64)
+        table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
+        counters, minimum = sweep_pages(
+            pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
+            g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
+            self.algorithm.weight_mode, self.algorithm.inf, predictor,
+            self.algorithm.dtype.type(threshold), table, self.states, self.changed,
+            self.block_epoch, self.layout.block_shift, epoch, self._chunks)
+        return SweepResult(*(int(c) for c in counters), minimum)
+
+    # -- vertex state ---------------------------------------------------------------------
+    def set_values(self, values: np.ndarray) -> None:
+        self.values[:] = values
+
+    def host_values(self) -> np.ndarray:
+        return self.values
+
+    def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
+        # The push engine wrote straight into self.values; only the bookkeeping remains.
+        self.block_epoch[np.unique(changed >> self.layout.block_shift)] = epoch
+        if self.table is not None:
+            # A push success is a success (back to the initial state), but it relaxed only
+            # some in-edges, so a debt from an earlier skip stays.
+            self.states[changed] = self.initial_state | (self.states[changed] & OWES)
+
+    def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
+        self.block_epoch[np.unique(vertices >> self.layout.block_shift)] = epoch
+
+    def block_epochs(self) -> np.ndarray:
+        return self.block_epoch
+
+    def take_changed(self) -> np.ndarray:
+        changed = np.flatnonzero(self.changed)
+        self.changed[changed] = 0
+        return changed
+
+    def take_owing(self) -> np.ndarray:
+        owing = np.flatnonzero(self.states & OWES)
+        self.states[owing] = self.initial_state
+        return owing
+
+    def state_counts(self) -> list[int]:
+        return np.bincount(self.states & STATE_MASK, minlength=self.table.shape[1]).tolist()
+
+    def close(self) -> None:
+        self._copier.shutdown(wait=True)

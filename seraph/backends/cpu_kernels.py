@@ -1,0 +1,129 @@
+"""The pull window kernel for the CPU backend (numba).
+
+One call sweeps the pages of a window in order. For every destination vertex of a page it
+pulls ``min(value[u] + w)`` over the page's in-edges of that vertex, unless a predictor
+says the attempt can be skipped. Pages are swept one after another, vertices of a page in
+parallel; a vertex whose in-edges span two pages is therefore never written by two
+threads at once, and min is idempotent, so partial minima from both pages combine.
+
+Values are read while other threads lower them: any value read is an upper bound that
+some path achieves, so a stale read can delay convergence but never change the result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from seraph.predictors import weak_record, weak_skip
+from seraph.semiring import STORED, UNIT
+
+NONE, STRONG, WEAK = 0, 1, 2
+
+# Counters each sweep reports, as columns of the per-chunk counter array.
+ATTEMPTED, SUCCEEDED, SKIPPED_STRONG, SKIPPED_WEAK = range(4)
+NUM_COUNTERS = 4
+
+
+@njit(cache=True, inline="always")
+def _relax(values, indices, weights, lo, hi, best, weight_mode, inf):
+    for i in range(lo, hi):
+        val = values[indices[i]]
+        if weight_mode == UNIT:
+            if val != inf and val + 1 < best:
+                best = val + 1
+        elif weight_mode == STORED:
+            cand = val + weights[i]
+            if cand < best:
+                best = cand
+        elif val < best:
+            best = val
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
+                inf, predictor, threshold, table, states, changed, block_epoch, block_shift,
+                epoch, counters, minimum, chunk):
+    """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
+    best_written = minimum[chunk]
+    for v in range(v0, v1):
+        lo = max(indptr[v], base)
+        hi = min(indptr[v + 1], base + length)
+        if lo >= hi:
+            continue
+        old = values[v]
+        if predictor == STRONG and old <= threshold:
+            counters[chunk, SKIPPED_STRONG] += 1
+            continue
+        # A vertex split across pages always attempts: its state must describe all of its
+        # in-edges, or a skip on one page could be hidden by an attempt on another.
+        if predictor == WEAK and indptr[v] >= base and indptr[v + 1] <= base + length \
+                and weak_skip(table, states, v):
+            counters[chunk, SKIPPED_WEAK] += 1
+            continue
+        counters[chunk, ATTEMPTED] += 1
+        best = _relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
+                      weight_mode, inf)
+        if best < old:
+            values[v] = best
+            changed[v] = 1
+            block_epoch[v >> block_shift] = epoch
+            counters[chunk, SUCCEEDED] += 1
+            if best < best_written:
+                best_written = best
+        if predictor == WEAK:
+            weak_record(table, states, v, best < old)
+    minimum[chunk] = best_written
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
+                indices, weights, values, weight_mode, inf, predictor, threshold, table, states,
+                changed, block_epoch, block_shift, epoch, num_chunks):
+    """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
+
+    Returns (counters summed over chunks, the smallest value written or ``inf``).
+    """
+    counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
+    minimum = np.full(num_chunks, inf, dtype=values.dtype)
+    for k in range(len(pages)):
+        p = pages[k]
+        base = p * page_edges
+        length = min(page_edges, num_edges - base)
+        v_first = first_vertex[p]
+        count = last_vertex[p] + 1 - v_first
+        chunks = min(num_chunks, count)
+        for c in prange(chunks):
+            v0 = v_first + count * c // chunks
+            v1 = v_first + count * (c + 1) // chunks
+            _pull_range(v0, v1, base, length, indptr, indices, weights, offsets[k], values,
+                        weight_mode, inf, predictor, threshold, table, states, changed,
+                        block_epoch, block_shift, epoch, counters, minimum, c)
+    return counters.sum(axis=0), minimum.min()
+
+
+@njit(cache=True, parallel=True)
+def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
+    """The distinct source blocks each page reads, as CSR (ptr, blocks).
+
+    This is the engine's activity summary: a page needs a sweep only if one of these
+    blocks changed since the page was last swept.
+    """
+    marks = np.zeros((num_pages, num_blocks), dtype=np.bool_)
+    for p in prange(num_pages):
+        lo = p * page_edges
+        hi = min(lo + page_edges, len(indices))
+        for i in range(lo, hi):
+            marks[p, indices[i] >> block_shift] = True
+    counts = marks.sum(axis=1)
+    ptr = np.zeros(num_pages + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(counts)
+    blocks = np.empty(ptr[-1], dtype=np.int64)
+    for p in prange(num_pages):
+        pos = ptr[p]
+        for b in range(num_blocks):
+            if marks[p, b]:
+                blocks[pos] = b
+                pos += 1
+    return ptr, blocks

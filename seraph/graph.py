@@ -1,0 +1,208 @@
+"""The graph users hold: an opened store, or one built in memory from arrays.
+
+Both kinds expose the same things the engine needs: the CSC row pointers, the pages (one
+chunk of ``csc/indices`` and ``csc/weights`` each), the CSR for the push engine, and the
+mapping between the store's vertex numbers and the input's ids.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from seraph.errors import InputError
+from seraph.store import Store, StoreAttrs
+
+
+class Graph:
+    """A directed (or symmetric) graph in Seraph's paged CSC layout.
+
+    Vertices are numbered ``0..num_vertices-1``. When the input's ids were relabelled,
+    ``vertex_ids[i]`` is the input id of vertex i; otherwise it is ``i``.
+    """
+
+    def __init__(self, attrs: StoreAttrs, store: Store | None = None,
+                 arrays: dict[str, np.ndarray] | None = None):
+        self.attrs = attrs
+        self._store = store
+        self._arrays = dict(arrays or {})
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> Graph:
+        """Opens and validates a store written by ``seraph preprocess``."""
+        store = Store(path)
+        return cls(store.attrs, store=store)
+
+    @classmethod
+    def from_edges(cls, src, dst, weight=None, num_vertices: int | None = None, *,
+                   symmetrize: bool = False, page_edges: int | None = None,
+                   keep_duplicates: bool = False, keep_self_loops: bool = False) -> Graph:
+        """Builds an in-memory graph from edge arrays ``src[i] -> dst[i]`` (weights optional).
+
+        Self-loops and duplicate edges are dropped (a duplicate keeps its minimum weight)
+        unless asked to keep them, exactly as ``seraph preprocess`` does.
+        """
+        from partitioner.readers import edges_from_arrays
+
+        return cls._build(edges_from_arrays(src, dst, weight, num_vertices), symmetrize,
+                          page_edges, keep_duplicates, keep_self_loops)
+
+    @classmethod
+    def from_scipy(cls, matrix, *, symmetrize: bool = False, page_edges: int | None = None,
+                   keep_self_loops: bool = False) -> Graph:
+        """Builds an in-memory graph from a square scipy sparse matrix (entry (u, v) is the
+        edge u -> v with its value as weight), as scipy.sparse.csgraph reads it."""
+        from partitioner.readers import edges_from_scipy
+
+        return cls._build(edges_from_scipy(matrix), symmetrize, page_edges, False,
+                          keep_self_loops)
+
+    @classmethod
+    def _build(cls, source, symmetrize, page_edges, keep_duplicates, keep_self_loops) -> Graph:
+        from partitioner.writer import DEFAULT_PAGE_EDGES, Options, build_in_memory
+
+        attrs, arrays = build_in_memory(source, Options(
+            symmetrize=symmetrize, page_edges=page_edges or DEFAULT_PAGE_EDGES,
+            keep_duplicates=keep_duplicates, keep_self_loops=keep_self_loops))
+        return cls(attrs, arrays=arrays)
+
+    # -- metadata -------------------------------------------------------------------------
+    @property
+    def path(self) -> Path | None:
+        return None if self._store is None else self._store.path
+
+    @property
+    def num_vertices(self) -> int:
+        return self.attrs.num_vertices
+
+    @property
+    def num_edges(self) -> int:
+        return self.attrs.num_edges
+
+    @property
+    def directed(self) -> bool:
+        return self.attrs.directed
+
+    @property
+    def symmetric(self) -> bool:
+        return self.attrs.symmetric
+
+    @property
+    def weighted(self) -> bool:
+        return self.attrs.weighted
+
+    @property
+    def page_edges(self) -> int:
+        return self.attrs.page_edges
+
+    @property
+    def num_pages(self) -> int:
+        return self.attrs.num_pages
+
+    def __repr__(self) -> str:
+        kind = "symmetric" if self.symmetric else "directed"
+        where = f" at {self.path}" if self.path else " in memory"
+        return (f"<seraph.Graph {kind}, {self.num_vertices} vertices, {self.num_edges} edges, "
+                f"{'weighted' if self.weighted else 'unweighted'}, {self.num_pages} pages"
+                f"{where}>")
+
+    # -- arrays ---------------------------------------------------------------------------
+    def array(self, name: str) -> np.ndarray:
+        """A whole store array in host memory (read once, then cached)."""
+        if name not in self._arrays:
+            if self._store is None:
+                raise KeyError(name)
+            self._arrays[name] = self._store.read(name)
+        return self._arrays[name]
+
+    @cached_property
+    def vertex_ids(self) -> np.ndarray:
+        if self.attrs.relabelled:
+            return self.array("vertices/original_id")
+        return np.arange(self.num_vertices, dtype=np.int64)
+
+    def csc(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(indptr, indices, weights) of the in-edges, whole, in host memory."""
+        return (self.array("csc/indptr"), self.array("csc/indices"),
+                self.array("csc/weights") if self.weighted else None)
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(indptr, indices, weights) of the out-edges (the CSC itself when symmetric)."""
+        if self.symmetric:
+            return self.csc()
+        return (self.array("csr/indptr"), self.array("csr/indices"),
+                self.array("csr/weights") if self.weighted else None)
+
+    @property
+    def page_first_vertex(self) -> np.ndarray:
+        return self.array("pages/first_vertex")
+
+    @property
+    def page_last_vertex(self) -> np.ndarray:
+        return self.array("pages/last_vertex")
+
+    def page_range(self, page: int) -> tuple[int, int]:
+        """Edge offsets [start, end) of a page within ``csc/indices``."""
+        start = page * self.page_edges
+        return start, min(start + self.page_edges, self.num_edges)
+
+    def read_page(self, page: int, out_indices: np.ndarray,
+                  out_weights: np.ndarray | None = None) -> int:
+        """Copies page ``page`` into the given buffers (e.g. pinned slots); returns its length.
+
+        Arrays already in host memory are copied from there; otherwise the page's chunk is
+        read straight from the store.
+        """
+        start, end = self.page_range(page)
+        for name, out in (("csc/indices", out_indices), ("csc/weights", out_weights)):
+            if out is None:
+                continue
+            if name in self._arrays or self._store is None:
+                out[: end - start] = self.array(name)[start:end]
+            else:
+                self._store.read_chunk_into(name, page, out)
+        return end - start
+
+    def in_degrees(self) -> np.ndarray:
+        return np.diff(self.csc()[0])
+
+    def out_degrees(self) -> np.ndarray:
+        return np.diff(self.csr()[0])
+
+    def to_scipy(self) -> sp.csr_array:
+        """The adjacency matrix (row u, column v for edge u -> v), as csgraph expects."""
+        indptr, indices, weights = self.csc()
+        data = np.ones(self.num_edges, np.float64) if weights is None else weights.astype(
+            np.float64)
+        n = self.num_vertices
+        # CSC of the adjacency matrix is exactly our in-edge layout.
+        return sp.csc_array((data, indices, indptr), shape=(n, n)).tocsr()
+
+    # -- ids ------------------------------------------------------------------------------
+    def vertex_index(self, vertex_id: int) -> int:
+        """The store's vertex number of an input id (raises InputError if absent)."""
+        try:
+            vid = int(vertex_id)
+        except (TypeError, ValueError):
+            raise InputError(f"vertex id must be an integer, got {vertex_id!r}") from None
+        if not self.attrs.relabelled:
+            if not 0 <= vid < self.num_vertices:
+                raise InputError(f"source vertex {vid} is out of range: the graph has "
+                                 f"vertices 0..{self.num_vertices - 1}")
+            return vid
+        ids = self.vertex_ids
+        i = int(np.searchsorted(ids, vid))
+        if i >= len(ids) or ids[i] != vid:
+            raise InputError(f"source vertex {vid} is not a vertex of this graph (its input "
+                             "ids were relabelled; see Graph.vertex_ids)")
+        return i
+
+
+def open_graph(path: str | os.PathLike) -> Graph:
+    """Opens and validates a store written by ``seraph preprocess`` or ``seraph generate``."""
+    return Graph.open(path)

@@ -1,0 +1,347 @@
+"""The backend-agnostic engine: rounds, sliding windows, activity, dense/sparse switches.
+
+A *round* visits every active page once in slot order (DESIGN section 4). How a round is
+cut into windows is the *schedule*:
+
+- ``pipelined`` (default): a window of S-1 resident pages is swept again and again while
+  the next page copies into the free slot; when the copy lands the oldest page leaves and
+  the new one joins (the Seraph paper's pipelined subgraph iteration).
+- ``reentry``: CLIP-style groups of S-1 pages, each loaded, swept a fixed number of times,
+  then replaced; no overlap between groups.
+- ``single``: every page once per round, no reentry, no predictor, no push engine and no
+  activity skipping: the Graphie/Garaph-style full-pass baseline.
+
+A page is *active* if a source block it reads changed at or after the epoch (sweep
+number) in which the page was last swept. When the changed vertices' out-edges number
+fewer than m/alpha, rounds go to the CPU push engine, and come back when that grows.
+
+Exactness: strong rules are proofs (see :mod:`seraph.algorithms`). A vertex the weak
+predictor skipped owes an attempt; before convergence is reported every such vertex is
+re-attempted (its pages swept again), and the run goes on if anything changes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from seraph.algorithms import ROUNDS, Algorithm
+from seraph.backends.base import Backend, Layout
+from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks
+from seraph.errors import ConfigError
+from seraph.stats import RunStats, Trace
+
+SCHEDULES = ("pipelined", "reentry", "single")
+PREDICTOR_CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
+
+
+@dataclass
+class EngineConfig:
+    """Everything that shapes a run but not its answer."""
+
+    schedule: str = "pipelined"
+    predictor: str = "auto"
+    diagram: str | Path | None = None
+    device: str = "auto"
+    device_memory: int | None = None
+    push_alpha: float = 20.0
+    max_reentries: int = 8
+    reentry_sweeps: int = 4
+    trace: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def check(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"unknown schedule {self.schedule!r}; expected one of "
+                              f"{', '.join(SCHEDULES)}")
+        if self.predictor not in ("auto", *PREDICTOR_CODES):
+            raise ConfigError(f"unknown predictor {self.predictor!r}; expected auto, strong, "
+                              "weak or none")
+        if self.push_alpha < 0:
+            raise ConfigError(f"push_alpha must be >= 0 (0 disables the push engine), got "
+                              f"{self.push_alpha}")
+        if self.max_reentries < 1 or self.reentry_sweeps < 1:
+            raise ConfigError("max_reentries and reentry_sweeps must be at least 1")
+
+    def resolved_predictor(self, algorithm: Algorithm) -> str:
+        if self.schedule == "single":
+            return "none"
+        return algorithm.default_predictor if self.predictor == "auto" else self.predictor
+
+
+def page_summary(graph, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Source blocks read by each page (CSR), built once per graph and block size."""
+    key = ("page_summary", layout.block_shift)
+    cache = graph.__dict__.setdefault("_engine_cache", {})
+    if key not in cache:
+        _, indices, _ = graph.csc()
+        cache[key] = page_source_blocks(indices, graph.page_edges, graph.num_pages,
+                                        layout.block_shift, layout.num_blocks)
+    return cache[key]
+
+
+class Run:
+    """One execution of an algorithm on a graph with a backend."""
+
+    def __init__(self, graph, algorithm: Algorithm, backend: Backend, config: EngineConfig,
+                 predictor: str, stats: RunStats, trace: Trace):
+        self.g, self.alg, self.be, self.cfg = graph, algorithm, backend, config
+        self.predictor = PREDICTOR_CODES[predictor]
+        self.stats, self.trace = stats, trace
+        self.layout = backend.layout
+        self.ptr, self.blocks = page_summary(graph, self.layout)
+        self.processed = np.zeros(graph.num_pages, dtype=np.int64)
+        self.epoch = 0
+        self.threshold = -1  # no vertex is proven converged before the first round
+        self.slot_page = [-1] * self.layout.num_slots
+        self.forward = True
+        self.rechecking = False  # the current round is the weak predictor's final re-check
+        self.t0 = time.perf_counter()
+        m = graph.num_edges
+        use_push = config.schedule != "single" and config.push_alpha > 0 and m > 0
+        self.push_limit = m / config.push_alpha if use_push else 0.0
+        self._csr = graph.csr() if use_push else None
+        self._outdeg = np.diff(self._csr[0]) if use_push else None
+
+    # -- activity -------------------------------------------------------------------------
+    def active_pages(self) -> np.ndarray:
+        """Boolean mask of the pages that need a sweep now."""
+        if self.g.num_pages == 0:
+            return np.zeros(0, dtype=bool)
+        epochs = self.be.block_epochs()[self.blocks]
+        latest = np.full(self.g.num_pages, -2, dtype=np.int64)
+        nonempty = np.diff(self.ptr) > 0
+        latest[nonempty] = np.maximum.reduceat(epochs, self.ptr[:-1][nonempty])
+        return latest >= self.processed
+
+    def is_active(self, page: int) -> bool:
+        lo, hi = self.ptr[page], self.ptr[page + 1]
+        return hi > lo and self.be.block_epochs()[self.blocks[lo:hi]].max() >= \
+            self.processed[page]
+
+    def pages_of(self, vertices: np.ndarray) -> np.ndarray:
+        """Pages holding in-edges of ``vertices``."""
+        indptr = self.g.csc()[0]
+        pe = self.g.page_edges
+        lo, hi = indptr[vertices], indptr[vertices + 1]
+        has = hi > lo
+        first, last = lo[has] // pe, (hi[has] - 1) // pe
+        pages = [np.arange(a, b + 1) for a, b in zip(first, last, strict=True)]
+        return np.unique(np.concatenate(pages)) if pages else np.zeros(0, np.int64)
+
+    # -- the main loop --------------------------------------------------------------------
+    def execute(self, frontier: np.ndarray) -> None:
+        self.be.mark_blocks(frontier, 0)
+        sparse = self._is_sparse(frontier)
+        while True:
+            if sparse:
+                frontier = self._push(frontier)
+                if len(frontier):
+                    sparse = False
+                    self.stats.switches_to_dense += 1
+                    continue
+                if not self._recheck():
+                    return
+                sparse = False
+                continue
+            if not self.active_pages().any():
+                if not self._recheck():
+                    return
+                continue
+            changed_min, succeeded = self._dense_round()
+            self.rechecking = False
+            self._end_round(succeeded, changed_min)
+            frontier = self.be.take_changed()
+            if len(frontier) and self._is_sparse(frontier):
+                sparse = True
+                self.stats.switches_to_sparse += 1
+
+    def _is_sparse(self, frontier: np.ndarray) -> bool:
+        return self.push_limit > 0 and int(self._outdeg[frontier].sum()) < self.push_limit
+
+    def _end_round(self, succeeded: int, changed_min) -> None:
+        self.stats.rounds += 1
+        if self.alg.strong_rule == ROUNDS:
+            self.threshold = self.stats.rounds
+        elif succeeded:
+            self.threshold = changed_min
+        if self.predictor == WEAK:
+            self.stats.predictor_states.append(self.be.state_counts())
+
+    def _recheck(self) -> bool:
+        """Before reporting convergence: re-attempt every vertex the weak predictor owes.
+
+        Returns True if there is work to do (their pages are forced active)."""
+        if self.predictor != WEAK:
+            return False
+        owing = self.be.take_owing()
+        if not len(owing):
+            return False
+        self.stats.rechecks += 1
+        self.processed[self.pages_of(owing)] = -1
+        # The re-check round attempts every vertex it sweeps: skipping there would only
+        # create new debts and the re-check could chase its own tail.
+        self.rechecking = True
+        return True
+
+    # -- sparse rounds --------------------------------------------------------------------
+    def _push(self, frontier: np.ndarray) -> np.ndarray:
+        from seraph.push import push_until
+
+        start = time.perf_counter()
+        indptr, indices, weights = self._csr
+        values = self.be.host_values()
+        res = push_until(indptr, indices, weights, values, frontier, self.alg.weight_mode,
+                         int(self.push_limit), self._outdeg)
+        self.epoch += 1
+        if len(res.changed):
+            self.be.apply_host_changes(res.changed, self.epoch)
+        self.stats.sparse_rounds += res.rounds
+        self.stats.rounds += res.rounds
+        self.stats.edges_pushed += res.edges_pushed
+        self.stats.updates_succeeded += len(res.changed)
+        self.stats.push_time += time.perf_counter() - start
+        if self.alg.strong_rule == ROUNDS:
+            self.threshold = self.stats.rounds
+        elif res.rounds and res.min_changed_value != self.alg.inf:
+            self.threshold = res.min_changed_value
+        self.trace.add("push", start - self.t0, time.perf_counter() - self.t0,
+                       rounds=res.rounds, edges=res.edges_pushed)
+        return res.frontier
+
+    # -- dense rounds ---------------------------------------------------------------------
+    def _dense_round(self):
+        """One round under the configured schedule; returns (smallest value written, count)."""
+        self.stats.dense_rounds += 1
+        order = np.arange(self.g.num_pages)
+        if self.cfg.schedule != "single":
+            active = self.active_pages()
+            self.stats.pages_skipped += int((~active).sum())
+            order = order[active]
+        if not self.forward:
+            order = order[::-1]
+        self.forward = not self.forward
+        self._round_min, self._round_succeeded = self.alg.inf, 0
+        if self.layout.resident:
+            self._sweep([0] * len(order), list(order))
+        elif self.cfg.schedule == "pipelined":
+            self._pipelined(order)
+        elif self.cfg.schedule == "reentry":
+            self._reentry(order)
+        else:
+            self._single(order)
+        return self._round_min, self._round_succeeded
+
+    def _sweep(self, slots: list[int], pages: list[int]) -> int:
+        """Sweeps pages (already resident in ``slots``); returns the successful updates."""
+        if not pages:
+            return 0
+        self.epoch += 1
+        start = time.perf_counter()
+        predictor = NONE if self.rechecking or self.cfg.schedule == "single" else \
+            self.predictor
+        res = self.be.sweep(slots, pages, predictor, self.threshold, self.epoch)
+        end = time.perf_counter()
+        self.processed[pages] = self.epoch
+        s = self.stats
+        s.sweeps += 1
+        s.kernel_time += end - start
+        s.updates_attempted += res.attempted
+        s.updates_succeeded += res.succeeded
+        s.skipped_strong += res.skipped_strong
+        s.skipped_weak += res.skipped_weak
+        if res.succeeded:
+            self._round_succeeded += res.succeeded
+            self._round_min = min(self._round_min, res.minimum)
+        self.trace.add("compute", start - self.t0, end - self.t0, pages=[int(p) for p in pages],
+                       updates=res.succeeded)
+        return res.succeeded
+
+    def _place(self, page: int, busy: set[int]) -> int:
+        """Puts ``page`` into a slot outside ``busy``, copying only if it is not there yet."""
+        free = [s for s in range(self.layout.num_slots) if s not in busy]
+        for s in free:
+            if self.slot_page[s] == page:
+                return s
+        slot = free[0]
+        self.slot_page[slot] = page
+        self.be.load(slot, page)
+        start, end = self.g.page_range(page)
+        self.stats.pages_transferred += 1
+        self.stats.bytes_h2d += (end - start) * self.layout.slot_bytes // self.g.page_edges
+        return slot
+
+    def _landed(self, slot: int, page: int) -> None:
+        times = self.be.wait(slot)
+        if times is not None:
+            self.stats.transfer_time += times[1] - times[0]
+            self.trace.add("copy", times[0] - self.t0, times[1] - self.t0, page=int(page),
+                           slot=slot)
+
+    def _next_active(self, pending: deque) -> int | None:
+        while pending:
+            page = pending.popleft()
+            if self.is_active(page):
+                return page
+            self.stats.pages_skipped += 1
+        return None
+
+    def _sweep_window(self, window: list[tuple[int, int]]) -> int:
+        live = [(s, p) for s, p in window if self.is_active(p)]
+        return self._sweep([s for s, _ in live], [p for _, p in live])
+
+    def _pipelined(self, order: np.ndarray) -> None:
+        width = self.layout.num_slots - 1
+        pending = deque(int(p) for p in order)
+        window: list[tuple[int, int]] = []
+        while len(window) < width and (page := self._next_active(pending)) is not None:
+            slot = self._place(page, {s for s, _ in window})
+            self._landed(slot, page)
+            window.append((slot, page))
+        while window:
+            page = self._next_active(pending)
+            slot = None if page is None else self._place(page, {s for s, _ in window})
+            # Re-sweep the window while it still changes and the next page is in flight.
+            sweeps = 0
+            while sweeps < self.cfg.max_reentries:
+                changed = self._sweep_window(window)
+                sweeps += 1
+                if not changed or (slot is not None and self.be.landed(slot)):
+                    break
+            self.stats.reentries += max(0, sweeps - 1)
+            if slot is None:
+                return
+            self._landed(slot, page)
+            window = window[1:] + [(slot, page)]
+
+    def _reentry(self, order: np.ndarray) -> None:
+        width = self.layout.num_slots - 1
+        pending = deque(int(p) for p in order)
+        while pending:
+            group: list[tuple[int, int]] = []
+            while len(group) < width and (page := self._next_active(pending)) is not None:
+                group.append((self._place(page, {s for s, _ in group}), page))
+            for slot, page in group:
+                self._landed(slot, page)
+            for sweep in range(self.cfg.reentry_sweeps):
+                if not self._sweep_window(group):
+                    break
+                self.stats.reentries += sweep > 0
+
+    def _single(self, order: np.ndarray) -> None:
+        pages = [int(p) for p in order]
+        if not pages:
+            return
+        current = (self._place(pages[0], set()), pages[0])
+        self._landed(*current)
+        for nxt in [*pages[1:], None]:
+            incoming = None if nxt is None else (self._place(nxt, {current[0]}), nxt)
+            self._sweep([current[0]], [current[1]])
+            if incoming is None:
+                return
+            self._landed(*incoming)
+            current = incoming

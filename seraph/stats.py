@@ -1,0 +1,91 @@
+"""RunStats: what a run did and how long it took (DESIGN section 4), and its trace."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class RunStats:
+    """Counters and timings of one run; every result carries one as ``.stats``."""
+
+    algorithm: str = ""
+    device: str = ""
+    schedule: str = ""
+    predictor: str = ""
+    num_vertices: int = 0
+    num_edges: int = 0
+    num_pages: int = 0
+    num_slots: int = 0
+    resident: bool = False
+    # rounds, sweeps and reentries
+    rounds: int = 0
+    dense_rounds: int = 0
+    sparse_rounds: int = 0
+    sweeps: int = 0
+    reentries: int = 0
+    rechecks: int = 0
+    # pages and bytes
+    pages_transferred: int = 0
+    pages_skipped: int = 0
+    bytes_h2d: int = 0
+    bytes_d2h: int = 0
+    transfer_time: float = 0.0
+    kernel_time: float = 0.0
+    push_time: float = 0.0
+    h2d_bandwidth: float | None = None
+    pass_equivalents: float | None = None
+    # vertex updates
+    updates_attempted: int = 0
+    updates_succeeded: int = 0
+    skipped_strong: int = 0
+    skipped_weak: int = 0
+    predictor_states: list[list[int]] = field(default_factory=list)
+    # dense/sparse
+    switches_to_sparse: int = 0
+    switches_to_dense: int = 0
+    edges_pushed: int = 0
+    # totals
+    wall_time: float = 0.0
+    gteps: float = 0.0
+    peak_host_memory: int = 0
+    peak_device_memory: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def finish(self, wall_time: float, graph_bytes: int) -> None:
+        """Fills the derived figures once the run is over."""
+        self.wall_time = wall_time
+        self.gteps = self.num_edges / wall_time / 1e9 if wall_time > 0 else 0.0
+        if self.transfer_time > 0 and self.bytes_h2d:
+            self.h2d_bandwidth = self.bytes_h2d / self.transfer_time
+            self.pass_equivalents = wall_time / (graph_bytes / self.h2d_bandwidth)
+        self.peak_host_memory = _peak_rss()
+
+
+def _peak_rss() -> int:
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    except (ImportError, OSError):
+        return 0
+
+
+@dataclass
+class Trace:
+    """A timeline of copy and compute intervals (seconds from the run's start)."""
+
+    events: list[dict] = field(default_factory=list)
+    enabled: bool = False
+
+    def add(self, kind: str, start: float, end: float, **what) -> None:
+        if self.enabled:
+            self.events.append({"kind": kind, "start": start, "end": end, **what})
+
+    def write(self, path: str | os.PathLike, stats: RunStats) -> None:
+        with open(path, "w") as f:
+            json.dump({"stats": stats.to_dict(), "events": self.events}, f)

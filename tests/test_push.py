@@ -1,0 +1,311 @@
+"""The CPU push engine and its atomics against scipy.sparse.csgraph."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit, prange
+from scipy.sparse import csgraph
+
+from seraph.atomics import atomic_load, atomic_min, atomic_xchg
+from seraph.push import push_round, push_until
+from seraph.semiring import INT_INF, STORED, UNIT, ZERO, infinity, value_dtype
+
+# --- atomics under contention ---------------------------------------------------------------
+
+
+@njit(parallel=True, cache=True)
+def _hammer_min(cells, vals):
+    """Every thread atomic-mins vals[i] into cell i % len(cells); returns each old value."""
+    olds = np.empty_like(vals)
+    for i in prange(len(vals)):
+        olds[i] = atomic_min(cells, i % len(cells), vals[i])
+    return olds
+
+
+@njit(parallel=True, cache=True)
+def _hammer_test_and_set(flags, ids):
+    won = np.zeros(len(ids), dtype=np.uint8)
+    for i in prange(len(ids)):
+        won[i] = atomic_xchg(flags, ids[i], 1) == 0
+    return won
+
+
+@njit(cache=True)
+def _load(arr, i):
+    return atomic_load(arr, i)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_atomic_min_is_linearizable_under_contention(dtype):
+    rng = np.random.default_rng(1)
+    vals = rng.permutation(400_000).astype(dtype)  # distinct, so successes are strict
+    start = dtype(10**6)
+    cells = np.full(3, start, dtype=dtype)
+    olds = _hammer_min(cells, vals)
+    for c in range(3):
+        mine, old = vals[c::3], olds[c::3]
+        assert cells[c] == mine.min()
+        assert _load(cells, c) == mine.min()
+        # The successful writes of a cell form one descending chain: each saw the previous.
+        won = np.argsort(-mine[old > mine])
+        chain_vals, chain_olds = mine[old > mine][won], old[old > mine][won]
+        assert chain_olds[0] == start
+        np.testing.assert_array_equal(chain_olds[1:], chain_vals[:-1])
+        # A failed attempt saw a value at most its own.
+        assert (old[old <= mine] <= mine[old <= mine]).all()
+
+
+def test_atomic_xchg_has_exactly_one_winner_per_flag():
+    ids = np.random.default_rng(2).integers(0, 50, 300_000)
+    flags = np.zeros(50, dtype=np.uint8)
+    won = _hammer_test_and_set(flags, ids)
+    assert (flags == 1).all()
+    np.testing.assert_array_equal(np.bincount(ids[won == 1], minlength=50), np.ones(50))
+
+
+# --- graphs and oracles ---------------------------------------------------------------------
+
+
+def csr(n, src, dst, weights=None):
+    """Our CSR (int64 indptr, int32 indices) keeping self loops and duplicate edges."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    order = np.argsort(src, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    w = None if weights is None else np.asarray(weights, np.float32)[order]
+    return indptr, dst[order].astype(np.int32), w
+
+
+def scipy_matrix(n, src, dst, weights):
+    """A scipy CSR with the lightest of each duplicate edge; explicit zeros stay edges."""
+    src, dst, w = np.asarray(src), np.asarray(dst), np.asarray(weights, np.float64)
+    order = np.lexsort((w, dst, src))
+    src, dst, w = src[order], dst[order], w[order]
+    first = np.ones(len(src), dtype=bool)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    src, dst, w = src[first], dst[first], w[first]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((w, dst, indptr), shape=(n, n))
+
+
+def component_min_labels(matrix):
+    """Each vertex's smallest vertex id in its (weakly) connected component."""
+    _, component = csgraph.connected_components(matrix, directed=False)
+    smallest = np.full(component.max() + 1, matrix.shape[0], dtype=np.int32)
+    np.minimum.at(smallest, component, np.arange(matrix.shape[0], dtype=np.int32))
+    return smallest[component]
+
+
+def engine_values(reference, weight_mode):
+    """scipy's float64 answer (inf = unreachable) in the engine's dtype and INF."""
+    inf = infinity(weight_mode)
+    return np.where(np.isinf(reference), inf, reference).astype(value_dtype(weight_mode))
+
+
+def initial_values(n, sources, weight_mode):
+    values = np.full(n, infinity(weight_mode), dtype=value_dtype(weight_mode))
+    values[sources] = 0
+    return values
+
+
+def run(graph, values, frontier, weight_mode, max_frontier_edges=2**62):
+    indptr, indices, weights = graph
+    return push_until(indptr, indices, weights, values, np.asarray(frontier), weight_mode,
+                      max_frontier_edges, np.diff(indptr))
+
+
+@st.composite
+def graphs(draw, max_n=40):
+    """Small multigraphs: random edges (self loops, duplicates), a chain and a star, with
+    quarter-integer weights (exact in float32, so dijkstra's float64 sums agree) including 0.
+    Vertices past the drawn edges stay isolated."""
+    n = draw(st.integers(1, max_n))
+    vertex = st.integers(0, n - 1)
+    pairs = draw(st.lists(st.tuples(vertex, vertex), max_size=4 * n))
+    if draw(st.booleans()):
+        chain = draw(st.permutations(range(n)))
+        pairs += list(zip(chain[:-1], chain[1:], strict=True))
+    if draw(st.booleans()):
+        hub = draw(vertex)
+        pairs += [(hub, v) for v in range(n)]
+    if draw(st.booleans()) and pairs:
+        pairs += draw(st.lists(st.sampled_from(pairs), max_size=n))  # more duplicates
+    src = np.array([p[0] for p in pairs], dtype=np.int64)
+    dst = np.array([p[1] for p in pairs], dtype=np.int64)
+    weights = np.array(draw(st.lists(st.integers(0, 40), min_size=len(pairs),
+                                     max_size=len(pairs))), dtype=np.float32) / 4
+    return n, src, dst, weights
+
+
+# --- exactness against scipy ----------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs(), st.data())
+def test_bfs_levels_match_scipy(g, data):
+    n, src, dst, _ = g
+    source = data.draw(st.integers(0, n - 1))
+    values = initial_values(n, source, UNIT)
+    result = run(csr(n, src, dst), values, [source], UNIT)
+    levels = csgraph.shortest_path(scipy_matrix(n, src, dst, np.ones(len(src))),
+                                   indices=source, unweighted=True)
+    np.testing.assert_array_equal(values, engine_values(levels, UNIT))
+    assert result.converged
+    np.testing.assert_array_equal(result.changed, np.flatnonzero(values != initial_values(
+        n, source, UNIT)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs(), st.data())
+def test_sssp_distances_match_dijkstra(g, data):
+    n, src, dst, w = g
+    source = data.draw(st.integers(0, n - 1))
+    values = initial_values(n, source, STORED)
+    assert run(csr(n, src, dst, w), values, [source], STORED).converged
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
+    np.testing.assert_array_equal(values, engine_values(dist, STORED))
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs())
+def test_cc_labels_match_connected_components(g):
+    n, src, dst, _ = g
+    both_src, both_dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    labels = np.arange(n, dtype=np.int32)
+    assert run(csr(n, both_src, both_dst), labels, np.arange(n), ZERO).converged
+    np.testing.assert_array_equal(labels, component_min_labels(
+        scipy_matrix(n, both_src, both_dst, np.ones(len(both_src)))))
+
+
+# --- one round, parallel determinism, hand-back ---------------------------------------------
+
+
+def random_graph(n=20_000, m=200_000, seed=3):
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    return n, src, dst, rng.random(m, dtype=np.float32)
+
+
+@pytest.mark.parametrize("mode", [UNIT, ZERO, STORED])
+def test_rounds_split_across_threads_match_scipy(mode):
+    n, src, dst, _ = random_graph(m=60_000)
+    if mode == ZERO:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    w = np.random.default_rng(4).integers(0, 40, len(src)).astype(np.float32) / 4
+    matrix = scipy_matrix(n, src, dst, w)
+    if mode == ZERO:
+        values, frontier, expected = np.arange(n, dtype=np.int32), np.arange(n), \
+            component_min_labels(matrix)
+    else:
+        values, frontier = initial_values(n, 0, mode), [0]
+        expected = engine_values(csgraph.dijkstra(matrix, indices=0) if mode == STORED else
+                                 csgraph.shortest_path(matrix, indices=0, unweighted=True), mode)
+    result = run(csr(n, src, dst, w), values, frontier, mode)
+    assert result.edges_pushed > 8 * 4096  # the busy rounds are split into several pieces
+    np.testing.assert_array_equal(values, expected)
+
+
+def test_push_round_returns_sorted_claims_and_clears_flags():
+    n, src, dst, w = random_graph()
+    indptr, indices, weights = csr(n, src, dst, w)
+    values = initial_values(n, 0, STORED)
+    in_next = np.zeros(n, dtype=np.uint8)
+    frontier = np.array([0], dtype=np.int32)
+    for _ in range(4):  # grows past one piece of edges, so several threads push
+        before = values.copy()
+        frontier, pushed = push_round(indptr, indices, weights, values, frontier, in_next,
+                                      STORED)
+        assert not in_next.any()
+        np.testing.assert_array_equal(frontier, np.flatnonzero(values != before))
+        assert frontier.dtype == np.int64
+    assert pushed > 4096
+
+
+def test_a_hub_split_across_threads_matches_scipy():
+    n = 30_000
+    src = np.zeros(n, dtype=np.int64)  # vertex 0 -> everyone, then a long path back
+    dst = np.arange(n)
+    w = np.full(n, 7.0, dtype=np.float32)
+    path_src, path_dst = np.arange(1, n - 1), np.arange(2, n)
+    src, dst = np.concatenate([src, path_src]), np.concatenate([dst, path_dst])
+    w = np.concatenate([w, np.full(n - 2, 0.25, dtype=np.float32)])
+    values = initial_values(n, 0, STORED)
+    run(csr(n, src, dst, w), values, [0], STORED)
+    np.testing.assert_array_equal(values, engine_values(
+        csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0), STORED))
+
+
+def test_fifty_parallel_runs_agree_with_each_other_and_one_thread():
+    n, src, dst, w = random_graph()
+    graph = csr(n, src, dst, w)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        expected = initial_values(n, 0, STORED)
+        run(graph, expected, [0], STORED)
+    finally:
+        numba.set_num_threads(threads)
+    for _ in range(50):
+        values = initial_values(n, 0, STORED)
+        run(graph, values, [0], STORED)
+        np.testing.assert_array_equal(values, expected)
+    # float32 sums differ from dijkstra's float64 ones only by rounding
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0)
+    np.testing.assert_allclose(expected, dist.astype(np.float32), rtol=1e-5)
+
+
+def test_hand_back_stops_early_and_resuming_gives_the_same_answer():
+    n, src, dst, w = random_graph()
+    graph = csr(n, src, dst, w)
+    outdeg = np.diff(graph[0])
+    one_shot = initial_values(n, 0, STORED)
+    run(graph, one_shot, [0], STORED)
+
+    values = initial_values(n, 0, STORED)
+    frontier, calls, changed = np.array([0]), 0, []
+    while frontier.size:
+        result = run(graph, values, frontier, STORED, max_frontier_edges=500)
+        if not result.converged:
+            assert outdeg[result.frontier].sum() >= 500
+        frontier, calls = result.frontier, calls + 1
+        changed.append(result.changed)
+    assert calls > 2
+    np.testing.assert_array_equal(values, one_shot)
+    np.testing.assert_array_equal(np.unique(np.concatenate(changed)),
+                                  np.flatnonzero(values != initial_values(n, 0, STORED)))
+
+
+def test_min_changed_value_is_the_last_rounds_smallest_write():
+    graph = csr(4, [0, 1, 1, 2], [1, 2, 3, 3])  # 0 -> 1 -> {2, 3}, 2 -> 3
+    values = initial_values(4, 0, UNIT)
+    first = run(graph, values, [0], UNIT, max_frontier_edges=1)
+    assert (first.rounds, first.min_changed_value, list(first.frontier)) == (1, 1, [1])
+    second = run(graph, values, first.frontier, UNIT, max_frontier_edges=1)
+    assert (second.min_changed_value, list(second.frontier)) == (2, [2, 3])
+    last = run(graph, values, second.frontier, UNIT)
+    assert last.converged and last.min_changed_value == INT_INF
+    assert list(values) == [0, 1, 2, 2]
+
+
+def test_unreached_frontier_vertices_push_nothing():
+    graph = csr(3, [0, 1], [1, 2])
+    values = initial_values(3, [], UNIT)  # all INF: INF + 1 must not wrap to a small value
+    result = run(graph, values, [0, 1], UNIT)
+    assert result.converged and result.edges_pushed == 0
+    assert (values == INT_INF).all()
+
+
+@pytest.mark.parametrize("mode, dtype, weights", [
+    (UNIT, np.float32, None), (STORED, np.int32, None), (STORED, np.float32, None),
+    (STORED, np.float32, np.ones(1, np.float64))])
+def test_mismatched_values_or_weights_are_rejected(mode, dtype, weights):
+    indptr, indices, _ = csr(2, [0], [1])
+    with pytest.raises(ValueError):
+        push_until(indptr, indices, weights, np.zeros(2, dtype), np.array([0]), mode, 10,
+                   np.diff(indptr))
