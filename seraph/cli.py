@@ -118,9 +118,160 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- run / demo ---------------------------------------------------------------------------
+def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False):
+    """Runs one algorithm through the API; returns (result, main array)."""
+    import seraph
+
+    if algorithm == "bfs":
+        res = seraph.bfs(graph, source, predecessors=predecessors, config=config)
+        return res, res.levels
+    if algorithm == "sssp":
+        res = seraph.sssp(graph, source, predecessors=predecessors, config=config)
+        return res, res.distances
+    res = seraph.connected_components(graph, config=config)
+    return res, res.labels
+
+
+def _summary(algorithm: str, values) -> str:
+    import numpy as np
+
+    if algorithm == "cc":
+        return f"{len(np.unique(values)):,} components"
+    reached = int((values >= 0).sum() if algorithm == "bfs" else np.isfinite(values).sum())
+    return f"{reached:,} reached"
+
+
+def _save(path: str, graph, values, preds) -> None:
+    import numpy as np
+
+    from seraph.errors import ConfigError
+
+    if path.endswith(".npy"):
+        np.save(path, values)
+    elif path.endswith(".npz"):
+        extra = {} if preds is None else {"predecessors": preds}
+        np.savez(path, vertex_id=graph.vertex_ids, value=values, **extra)
+    elif path.endswith(".parquet"):
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ConfigError("--output .parquet needs pyarrow (pip install pyarrow); "
+                              "or write .npy / .npz") from None
+        cols = {"vertex_id": graph.vertex_ids, "value": values}
+        if preds is not None:
+            cols["predecessor"] = preds
+        pq.write_table(pa.table(cols), path)
+    else:
+        raise ConfigError(f"--output {path}: use a .npy, .npz or .parquet file name")
+
+
+def _engine_options(args: argparse.Namespace) -> dict:
+    return {"schedule": args.schedule, "predictor": args.predictor, "diagram": args.diagram,
+            "device": args.device, "device_memory": args.gpu_memory,
+            "push_alpha": args.push_alpha, "trace": bool(args.trace) or None}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import seraph
+    from seraph.api import load_config, run_config
+    from seraph.validate import check
+
+    graph = seraph.open_graph(args.store)
+    source = args.source
+    if source is None and args.config:
+        source = load_config(args.config).get("source")
+    if source is None and args.algorithm != "cc":
+        source = int(graph.vertex_ids[0])
+    config = run_config(args.config, **_engine_options(args))
+    res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors)
+    preds = getattr(res, "predecessors", None)
+    if args.output:
+        _save(args.output, graph, values, preds)
+    if args.trace:
+        res.trace.write(args.trace, res.stats)
+    verdict = None
+    if args.validate:
+        src = None if args.algorithm == "cc" else graph.vertex_index(source)
+        verdict = check(graph, args.algorithm, values, src) or "ok"
+    st = res.stats
+    if args.json:
+        out = {"algorithm": args.algorithm, "store": str(args.store), "source": source,
+               "summary": _summary(args.algorithm, values), "stats": st.to_dict()}
+        if verdict:
+            out["validation"] = verdict
+        print(json.dumps(out, indent=2, default=float))
+    else:
+        print(f"{args.algorithm} on {args.store}: {_summary(args.algorithm, values)} in "
+              f"{st.wall_time:.3f} s ({st.device}, {st.schedule}, predictor {st.predictor})")
+        print(f"  rounds {st.rounds} (dense {st.dense_rounds}, sparse {st.sparse_rounds}), "
+              f"sweeps {st.sweeps}, pages moved {st.pages_transferred}, "
+              f"skipped {st.pages_skipped}")
+        print(f"  updates attempted {st.updates_attempted:,}, succeeded "
+              f"{st.updates_succeeded:,}, skipped by predictor "
+              f"{st.skipped_strong + st.skipped_weak:,}, edges pushed {st.edges_pushed:,}")
+        if verdict:
+            print(f"  validation against scipy: {verdict}")
+    return 1 if verdict not in (None, "ok") else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import tempfile
+    import time
+    from pathlib import Path
+
+    import numpy as np
+
+    import seraph
+    from partitioner.generators import gap_weights, rmat
+    from partitioner.writer import Options, write_store
+    from seraph.api import make_config, resolve_device
+    from seraph.validate import check
+
+    device = resolve_device(args.device)
+    with tempfile.TemporaryDirectory(prefix="seraph-demo-") as tmp:
+        store = Path(tmp) / "rmat.zarr"
+        t = time.perf_counter()
+        write_store(rmat(args.scale, 16, seed=1, weights=gap_weights()), store,
+                    Options(symmetrize=True, page_edges=args.page_edges), command="seraph demo")
+        graph = seraph.open_graph(store)
+        progress.note(f"generated a symmetric weighted RMAT (scale {args.scale}): "
+                      f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges in "
+                      f"{graph.num_pages} pages, {time.perf_counter() - t:.2f} s")
+        # A budget of a quarter of the pages (plus the vertex state) makes the graph page
+        # through the slots, as a graph larger than GPU memory would.
+        from seraph.backends.base import Layout
+
+        layout = Layout.plan(graph, weak=True, budget=None)
+        budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes
+        source = int(np.argmax(graph.out_degrees()))
+        rows, failed = [], False
+        for alg in ("bfs", "cc", "sssp"):
+            config = make_config(device=device, device_memory=budget)
+            res, values = run_algorithm(graph, alg, source, config)
+            verdict = check(graph, alg, values, None if alg == "cc" else source)
+            failed |= verdict is not None
+            st = res.stats
+            rows.append((alg.upper(), f"{st.wall_time:.3f}", str(st.rounds),
+                         str(st.pages_transferred), f"{st.skipped_strong + st.skipped_weak:,}",
+                         _summary(alg, values), "ok" if verdict is None else "FAILED"))
+            if verdict:
+                print(f"seraph demo: {alg} does not match scipy: {verdict}", file=sys.stderr)
+    head = ("algorithm", "time s", "rounds", "pages moved", "skipped by predictor", "result",
+            "vs scipy")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    print(f"Seraph demo on the {device} backend, budget {format_size(budget)} "
+          f"({graph.num_pages} pages, source {source})")
+    for row in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    return 1 if failed else 0
+
+
 # -- parser -------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from partitioner.readers import FORMATS
+    from seraph.scheduler import SCHEDULES
 
     parser = argparse.ArgumentParser(
         prog="seraph", description="Graph analytics for graphs larger than GPU memory.")
@@ -155,6 +306,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("run", parents=[verbosity], help="run bfs, cc or sssp on a store")
+    p.add_argument("algorithm", choices=("bfs", "cc", "sssp"))
+    p.add_argument("store")
+    p.add_argument("--source", type=int, help="source vertex (input id; default: the first)")
+    p.add_argument("--device", default=None, choices=("auto", "cuda", "cpu"))
+    p.add_argument("--gpu-memory", "--device-memory", dest="gpu_memory", default=None,
+                   help="device memory budget, e.g. 4GiB (forces paging when smaller than "
+                        "the graph)")
+    p.add_argument("--schedule", default=None, choices=SCHEDULES)
+    p.add_argument("--predictor", default=None, choices=("auto", "strong", "weak", "none"))
+    p.add_argument("--diagram", default=None, help="weak-predictor diagram: name or TOML file")
+    p.add_argument("--push-alpha", type=float, default=None,
+                   help="push engine when frontier out-edges < m/alpha (0 disables)")
+    p.add_argument("--config", default=None, help="run settings from a TOML file")
+    p.add_argument("--predecessors", action="store_true", help="also compute predecessors")
+    p.add_argument("--output", help="write the result to .npy, .npz or .parquet")
+    p.add_argument("--validate", action="store_true", help="check the result against scipy")
+    p.add_argument("--json", action="store_true", help="print stats as JSON")
+    p.add_argument("--trace", help="write a JSON timeline of copies and sweeps")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", parents=[verbosity], help="the quickstart: generate, run, check")
+    p.add_argument("--scale", type=int, default=14, help="RMAT scale of the demo graph")
+    p.add_argument("--page-edges", type=int, default=1 << 14)
+    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    p.set_defaults(func=cmd_demo)
 
     return parser
 
