@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Build an offline wheelhouse for installing Seraph on an air-gapped (GPU) host.
+#
+#   scripts/wheelhouse.sh [--python 3.12] [--out wheelhouse] [--full]
+#
+# By default it holds Seraph itself plus the packages a typical CUDA host image lacks:
+# zarr and its binary companions (numcodecs, donfig, google-crc32c). Hosts that already
+# have numpy, scipy, numba, tqdm, pyyaml, packaging and typing-extensions (as CUDA images
+# with CuPy do) need nothing else. --full adds every dependency, for a bare host.
+#
+# Wheels are fetched for the *target* Python (--python) and manylinux x86-64, so this
+# machine's Python version does not matter. On the target host:
+#
+#   pip install --no-index --find-links wheelhouse seraph            # into an environment
+#   pip install --no-index --no-deps --target DIR wheelhouse/*.whl   # or beside a read-only one
+set -euo pipefail
+
+python_version=3.12
+out=wheelhouse
+full=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) python_version="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --full) full=1; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "wheelhouse.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+py=${PYTHON:-python3}
+
+# manylinux tags are matched exactly, so list the common ones.
+platforms=()
+for tag in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_24_x86_64 \
+           manylinux_2_27_x86_64 manylinux_2_28_x86_64 manylinux_2_31_x86_64 \
+           manylinux_2_34_x86_64 manylinux_2_35_x86_64; do
+    platforms+=(--platform "$tag")
+done
+download=("$py" -m pip download --quiet --only-binary=:all: --implementation cp
+          --python-version "$python_version" "${platforms[@]}" -d "$out")
+
+echo "building the seraph wheel"
+"$py" -m pip wheel --quiet --no-deps --wheel-dir "$out" "$root"
+
+if [ "$full" = 1 ]; then
+    echo "fetching every dependency for CPython $python_version"
+    "${download[@]}" "$out"/seraph-*.whl
+else
+    echo "fetching zarr, numcodecs, donfig and google-crc32c for CPython $python_version"
+    "${download[@]}" --no-deps zarr numcodecs donfig google-crc32c
+fi
+
+# Two versions of one package make a --no-index install fail; keep the newest.
+"$py" - "$out" <<'PY'
+import pathlib, re, sys
+from collections import defaultdict
+wheels = defaultdict(list)
+for whl in pathlib.Path(sys.argv[1]).glob("*.whl"):
+    wheels[re.sub(r"[-_.]+", "-", whl.name.split("-")[0]).lower()].append(whl)
+for name, found in wheels.items():
+    for old in sorted(found, key=lambda p: p.stat().st_mtime)[:-1]:
+        print(f"removing older {old.name}")
+        old.unlink()
+PY
+echo "wheelhouse ready: $out"
+ls -1 "$out"
