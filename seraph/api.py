@@ -167,6 +167,9 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
             algorithm.initial_frontier(graph.num_vertices, source))
         values = backend.host_values().copy()
         stats.peak_device_memory = getattr(backend, "peak_memory", 0)
+        if getattr(backend, "upload_bytes", 0):  # a resident graph's one upload
+            stats.bytes_h2d += backend.upload_bytes
+            stats.pages_transferred += graph.num_pages
     finally:
         backend.close()
     bytes_per_edge = 8 if graph.weighted and algorithm is SSSP else 4

@@ -1,0 +1,221 @@
+"""The CUDA backend (cupy): pinned host pages, a copy and a compute stream, device slots.
+
+The graph's pages live in host memory registered with ``cudaHostRegister``, so every page
+copy is a DMA at full PCIe speed. Copies run on their own stream and record an event per
+slot; a sweep runs on the compute stream after making it wait on the events of the pages
+it reads. The pull kernel comes from ``seraph/kernels/pull.cu`` through ``RawModule``.
+The scheduler, predictors and push engine are the CPU backend's, unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import resources
+
+import cupy as cp
+import numpy as np
+
+from seraph.backends.base import Backend, SweepResult
+from seraph.predictors import OWES, STATE_MASK
+
+_THREADS = 256
+_module: cp.RawModule | None = None
+
+
+def _kernels() -> cp.RawModule:
+    global _module
+    if _module is None:
+        source = resources.files("seraph").joinpath("kernels/pull.cu").read_text()
+        _module = cp.RawModule(code=source, options=("-std=c++17",))
+    return _module
+
+
+def default_budget() -> int:
+    """Most of the free device memory (a margin stays for cupy and the driver)."""
+    free, _total = cp.cuda.runtime.memGetInfo()
+    return int(free * 0.9)
+
+
+class _Pinned:
+    """Registers a host array as pinned memory for the lifetime of the backend."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.ptr = array.ctypes.data
+        self.registered = array.nbytes > 0
+        if self.registered:
+            cp.cuda.runtime.hostRegister(self.ptr, array.nbytes, 0)
+
+    def close(self) -> None:
+        if self.registered:
+            cp.cuda.runtime.hostUnregister(self.ptr)
+            self.registered = False
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def __init__(self, graph, algorithm, layout, table, initial_state: int = 0):
+        super().__init__(graph, algorithm, layout, table, initial_state)
+        indptr, indices, weights = graph.csc()
+        n, pe = graph.num_vertices, graph.page_edges
+        self._kernel = _kernels().get_function(
+            "pull_window_f32" if algorithm.dtype == np.float32 else "pull_window_i32")
+        self.copy_stream = cp.cuda.Stream(non_blocking=True)
+        self.compute_stream = cp.cuda.Stream(non_blocking=True)
+        self._pinned = [_Pinned(indices)] + ([_Pinned(weights)] if weights is not None else [])
+        self._host_indices, self._host_weights = indices, weights
+        with self.compute_stream:
+            self.indptr = cp.asarray(indptr)
+            self.page_first = cp.asarray(graph.page_first_vertex)
+            self.values = cp.empty(n, dtype=algorithm.dtype)
+            self.changed = cp.zeros(n, dtype=cp.uint8)
+            self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
+            self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
+            self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
+            self.counters = cp.zeros(4, dtype=cp.uint64)
+            self.minimum = cp.empty(1, dtype=algorithm.dtype)
+            slots = graph.num_pages if layout.resident else layout.num_slots
+            self.slot_indices = cp.empty(max(1, slots * pe), dtype=cp.int32)
+            self.slot_weights = cp.empty(max(1, slots * pe) if weights is not None else 1,
+                                         dtype=cp.float32)
+        self._events: dict[int, tuple[cp.cuda.Event, cp.cuda.Event]] = {}
+        self._epochs_cache: np.ndarray | None = None
+        self._host: np.ndarray | None = None
+        self._grid = 8 * cp.cuda.Device().attributes["MultiProcessorCount"]
+        self._base_event = cp.cuda.Event()
+        self._base_event.record(self.copy_stream)
+        self._base_event.synchronize()
+        self._base_time = time.perf_counter()
+        self.upload_bytes = 0
+        if layout.resident:
+            # The whole graph fits: upload every page once; no page moves after this.
+            for page in range(graph.num_pages):
+                self.load(page, page)
+                self.upload_bytes += self._page_bytes(page)
+            for page in range(graph.num_pages):
+                self.wait(page)
+        self.peak_memory = cp.get_default_memory_pool().total_bytes()
+
+    # -- pages ----------------------------------------------------------------------------
+    def _page_bytes(self, page: int) -> int:
+        start, end = self.graph.page_range(page)
+        return (end - start) * (8 if self._host_weights is not None else 4)
+
+    def load(self, slot: int, page: int) -> None:
+        start, end = self.graph.page_range(page)
+        pe = self.graph.page_edges
+        began, done = cp.cuda.Event(), cp.cuda.Event()
+        began.record(self.copy_stream)
+        pairs = [(self.slot_indices, self._host_indices)]
+        if self._host_weights is not None:
+            pairs.append((self.slot_weights, self._host_weights))
+        for device, host in pairs:
+            item = host.itemsize
+            cp.cuda.runtime.memcpyAsync(device.data.ptr + slot * pe * item,
+                                        host.ctypes.data + start * item, (end - start) * item,
+                                        cp.cuda.runtime.memcpyHostToDevice,
+                                        self.copy_stream.ptr)
+        done.record(self.copy_stream)
+        self._events[slot] = (began, done)
+
+    def landed(self, slot: int) -> bool:
+        events = self._events.get(slot)
+        return events is None or events[1].done
+
+    def wait(self, slot: int) -> tuple[float, float] | None:
+        events = self._events.pop(slot, None)
+        if events is None:
+            return None
+        began, done = events
+        self.compute_stream.wait_event(done)
+        done.synchronize()
+        return (self._base_time + cp.cuda.get_elapsed_time(self._base_event, began) / 1e3,
+                self._base_time + cp.cuda.get_elapsed_time(self._base_event, done) / 1e3)
+
+    def page_offset(self, slot: int, page: int) -> int:
+        return (page if self.layout.resident else slot) * self.graph.page_edges
+
+    def sweep(self, slots, pages, predictor, threshold, epoch) -> SweepResult:
+        g, alg = self.graph, self.algorithm
+        first = g.page_first_vertex[pages]
+        counts = g.page_last_vertex[pages] + 1 - first
+        prefix = np.zeros(len(pages) + 1, dtype=np.int64)
+        np.cumsum(counts, out=prefix[1:])
+        offsets = np.array([self.page_offset(s, p) for s, p in zip(slots, pages, strict=True)],
+                           dtype=np.int64)
+        dtype = alg.dtype.type
+        with self.compute_stream:
+            d_pages = cp.asarray(np.asarray(pages, dtype=np.int64))
+            d_offsets, d_prefix = cp.asarray(offsets), cp.asarray(prefix)
+            self.counters.fill(0)
+            self.minimum.fill(alg.inf)
+            warps = int(prefix[-1])
+            blocks = max(1, min(self._grid, -(-warps * 32 // _THREADS)))
+            self._kernel(
+                (blocks,), (_THREADS,),
+                (d_pages, d_offsets, d_prefix, np.int32(len(pages)), self.page_first,
+                 np.int64(g.page_edges), np.int64(g.num_edges), self.indptr, self.slot_indices,
+                 self.slot_weights, self.values, np.int32(alg.weight_mode), dtype(alg.inf),
+                 np.int32(predictor), dtype(threshold), self._d_table,
+                 np.int32(self._d_table.shape[1]), self.states, self.changed, self.block_epoch,
+                 np.int32(self.layout.block_shift), np.int64(epoch), self.counters,
+                 self.minimum))
+            counters = self.counters.get(stream=self.compute_stream)
+            minimum = self.minimum.get(stream=self.compute_stream)[0]
+        self._epochs_cache = None
+        return SweepResult(*(int(c) for c in counters), minimum)
+
+    # -- vertex state ---------------------------------------------------------------------
+    def set_values(self, values: np.ndarray) -> None:
+        self.values.set(np.ascontiguousarray(values, dtype=self.algorithm.dtype),
+                        stream=self.compute_stream)
+
+    def host_values(self) -> np.ndarray:
+        self._host = self.values.get(stream=self.compute_stream)
+        return self._host
+
+    def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
+        # Only the push engine's changes cross back over PCIe.
+        with self.compute_stream:
+            idx = cp.asarray(changed)
+            self.values[idx] = cp.asarray(self._host[changed])
+            self.block_epoch[cp.unique(idx >> self.layout.block_shift)] = epoch
+            if self.table is not None:
+                self.states[idx] = self.initial_state | (self.states[idx] & OWES)
+        self._epochs_cache = None
+
+    def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
+        with self.compute_stream:
+            blocks = np.unique(vertices >> self.layout.block_shift)
+            self.block_epoch[cp.asarray(blocks)] = epoch
+        self._epochs_cache = None
+
+    def block_epochs(self) -> np.ndarray:
+        if self._epochs_cache is None:
+            self._epochs_cache = self.block_epoch.get(stream=self.compute_stream)
+        return self._epochs_cache
+
+    def take_changed(self) -> np.ndarray:
+        with self.compute_stream:
+            changed = cp.flatnonzero(self.changed)
+            self.changed.fill(0)
+            return changed.get(stream=self.compute_stream)
+
+    def take_owing(self) -> np.ndarray:
+        with self.compute_stream:
+            owing = cp.flatnonzero(self.states & OWES)
+            self.states[owing] = self.initial_state
+            return owing.get(stream=self.compute_stream)
+
+    def state_counts(self) -> list[int]:
+        with self.compute_stream:
+            counts = cp.bincount(self.states & STATE_MASK, minlength=self.table.shape[1])
+            return counts.get(stream=self.compute_stream).tolist()
+
+    def close(self) -> None:
+        self.copy_stream.synchronize()
+        self.compute_stream.synchronize()
+        self.peak_memory = max(self.peak_memory, cp.get_default_memory_pool().total_bytes())
+        for pinned in self._pinned:
+            pinned.close()

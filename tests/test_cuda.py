@@ -1,0 +1,68 @@
+"""The CUDA backend gives the CPU backend's answers bit for bit (runs only with a GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import seraph
+from seraph.api import cuda_status
+from seraph.backends.base import Layout
+
+pytestmark = pytest.mark.skipif(not cuda_status()[0], reason="no usable GPU: "
+                                + cuda_status()[1])
+
+
+def random_graph(seed: int, n: int, m: int, page_edges: int) -> seraph.Graph:
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    weights = rng.integers(0, 40, m).astype(np.float32)  # zeros included
+    return seraph.Graph.from_edges(src, dst, weights, num_vertices=n, symmetrize=True,
+                                   page_edges=page_edges)
+
+
+def budgets(graph: seraph.Graph, weak: bool) -> list[int | None]:
+    layout = Layout.plan(graph, weak, None)
+    return [None, layout.state_bytes + 2 * layout.slot_bytes,
+            layout.state_bytes + 3 * layout.slot_bytes]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("page_edges", [16, 256, 1 << 16])
+@pytest.mark.parametrize("schedule", ["pipelined", "reentry", "single"])
+@pytest.mark.parametrize("predictor", ["none", "strong", "weak"])
+def test_cuda_matches_cpu(seed, page_edges, schedule, predictor):
+    graph = random_graph(seed, n=300 + 50 * seed, m=1500, page_edges=page_edges)
+    hub = int(np.argmax(graph.out_degrees()))
+    for budget in budgets(graph, predictor == "weak"):
+        for alpha in (0.0, 20.0):
+            opts = dict(schedule=schedule, predictor=predictor, device_memory=budget,
+                        push_alpha=alpha)
+            cpu = [seraph.bfs(graph, hub, device="cpu", **opts).levels,
+                   seraph.connected_components(graph, device="cpu", **opts).labels,
+                   seraph.sssp(graph, hub, device="cpu", **opts).distances]
+            cuda = [seraph.bfs(graph, hub, device="cuda", **opts),
+                    seraph.connected_components(graph, device="cuda", **opts),
+                    seraph.sssp(graph, hub, device="cuda", **opts)]
+            for want, res in zip(cpu, cuda, strict=True):
+                got = getattr(res, "levels", getattr(res, "labels", None))
+                got = res.distances if got is None else got
+                assert res.stats.device == "cuda"
+                np.testing.assert_array_equal(got, want)
+
+
+def test_cuda_budget_too_small_states_minimum():
+    graph = random_graph(0, 300, 1500, 64)
+    with pytest.raises(seraph.DeviceError, match="the minimum is"):
+        seraph.bfs(graph, 0, device="cuda", device_memory=1024)
+
+
+def test_cuda_paging_moves_pages_and_resident_does_not_after_upload():
+    graph = random_graph(1, 2000, 20000, 256)
+    hub = int(np.argmax(graph.out_degrees()))
+    layout = Layout.plan(graph, False, None)
+    paged = seraph.bfs(graph, hub, device="cuda", push_alpha=0, predictor="strong",
+                       device_memory=layout.state_bytes + 4 * layout.slot_bytes)
+    assert not paged.stats.resident and paged.stats.pages_transferred > graph.num_pages
+    resident = seraph.bfs(graph, hub, device="cuda", push_alpha=0)
+    assert resident.stats.resident and resident.stats.pages_transferred == graph.num_pages
