@@ -180,6 +180,9 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
 def _source_index(graph: Graph, source) -> int:
     if source is None:
         raise InputError("a source vertex is required")
+    # int() would silently truncate 1.5 or parse "1"; a vertex id is an integer.
+    if isinstance(source, bool) or not isinstance(source, int | np.integer):
+        raise InputError(f"the source must be an integer vertex id, got {source!r}")
     return graph.vertex_index(source)
 
 

@@ -33,6 +33,7 @@ from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout
 from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks
 from seraph.errors import ConfigError
+from seraph.predictors import load_diagram
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -66,11 +67,16 @@ class EngineConfig:
                               f"{self.push_alpha}")
         if self.max_reentries < 1 or self.reentry_sweeps < 1:
             raise ConfigError("max_reentries and reentry_sweeps must be at least 1")
+        if self.diagram is not None:
+            load_diagram(self.diagram)  # a bad diagram fails now, whichever predictor runs
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
         if self.schedule == "single":
             return "none"
-        return algorithm.default_predictor if self.predictor == "auto" else self.predictor
+        if self.predictor == "auto":
+            # A diagram is a request for the weak predictor it describes.
+            return "weak" if self.diagram is not None else algorithm.default_predictor
+        return self.predictor
 
 
 def page_summary(graph, layout: Layout) -> tuple[np.ndarray, np.ndarray]:

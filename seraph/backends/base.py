@@ -52,8 +52,8 @@ class Layout:
         if budget < minimum:
             raise DeviceError(
                 f"device memory budget {format_size(budget)} is too small for this graph: the "
-                f"vertex state needs {format_size(state)} and {needed_slots} page slots need "
-                f"{format_size(needed_slots * slot)}; the minimum is {format_size(minimum)} "
+                f"vertex state needs {format_size(state)} plus {needed_slots} page slot(s) of "
+                f"{format_size(slot)}; the minimum is {format_size(minimum)} "
                 f"({minimum} bytes). Raise the budget or preprocess with smaller pages.")
         slots = int((budget - state) // slot)
         if slots >= pages:

@@ -2,9 +2,9 @@
 
 One call sweeps the pages of a window in order. For every destination vertex of a page it
 pulls ``min(value[u] + w)`` over the page's in-edges of that vertex, unless a predictor
-says the attempt can be skipped. Pages are swept one after another, vertices of a page in
-parallel; a vertex whose in-edges span two pages is therefore never written by two
-threads at once, and min is idempotent, so partial minima from both pages combine.
+says the attempt can be skipped. Pages are swept one after another, the vertices of a
+large page in parallel; a vertex whose in-edges span two pages is therefore never written
+by two threads at once, and min is idempotent, so partial minima from both pages combine.
 
 Values are read while other threads lower them: any value read is an upper bound that
 some path achieves, so a stale read can delay convergence but never change the result.
@@ -23,6 +23,9 @@ NONE, STRONG, WEAK = 0, 1, 2
 # Counters each sweep reports, as columns of the per-chunk counter array.
 ATTEMPTED, SUCCEEDED, SKIPPED_STRONG, SKIPPED_WEAK = range(4)
 NUM_COUNTERS = 4
+#: Pages of fewer edges are pulled on the calling thread: waking the thread pool would cost
+#: more than the page (the push engine's small rounds follow the same rule).
+SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")
@@ -77,7 +80,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
     minimum[chunk] = best_written
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                 indices, weights, values, weight_mode, inf, predictor, threshold, table, states,
                 changed, block_epoch, block_shift, epoch, num_chunks):
@@ -93,14 +96,28 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         length = min(page_edges, num_edges - base)
         v_first = first_vertex[p]
         count = last_vertex[p] + 1 - v_first
-        chunks = min(num_chunks, count)
-        for c in prange(chunks):
-            v0 = v_first + count * c // chunks
-            v1 = v_first + count * (c + 1) // chunks
-            _pull_range(v0, v1, base, length, indptr, indices, weights, offsets[k], values,
-                        weight_mode, inf, predictor, threshold, table, states, changed,
-                        block_epoch, block_shift, epoch, counters, minimum, c)
+        if length < SERIAL_EDGES:
+            _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
+                        offsets[k], values, weight_mode, inf, predictor, threshold, table,
+                        states, changed, block_epoch, block_shift, epoch, counters, minimum, 0)
+        else:
+            _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
+                         indices, weights, offsets[k], values, weight_mode, inf, predictor,
+                         threshold, table, states, changed, block_epoch, block_shift, epoch,
+                         counters, minimum)
     return counters.sum(axis=0), minimum.min()
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
+                 values, weight_mode, inf, predictor, threshold, table, states, changed,
+                 block_epoch, block_shift, epoch, counters, minimum):
+    """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
+    for c in prange(chunks):
+        _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
+                    length, indptr, indices, weights, offset, values, weight_mode, inf,
+                    predictor, threshold, table, states, changed, block_epoch, block_shift,
+                    epoch, counters, minimum, c)
 
 
 @njit(cache=True, parallel=True)

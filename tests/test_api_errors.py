@@ -1,0 +1,128 @@
+"""Mistakes users make with the Python API raise Seraph's errors with messages that say what
+to do, never a traceback from deep inside numpy or numba."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import seraph
+from seraph.api import cuda_status
+from seraph.errors import ConfigError, DeviceError, InputError
+
+#: A page of this many edges: the 6-edge test graph has 3 pages.
+PAGE_EDGES = 2
+
+
+@pytest.fixture(scope="module")
+def directed() -> seraph.Graph:
+    """0 -> 1 -> 2 -> 3 -> 4 -> 5 -> 0 plus the isolated vertex 6, unweighted."""
+    src = np.arange(6)
+    return seraph.Graph.from_edges(src, (src + 1) % 6, num_vertices=7, page_edges=PAGE_EDGES)
+
+
+@pytest.fixture(scope="module")
+def weighted() -> seraph.Graph:
+    src = np.arange(6)
+    return seraph.Graph.from_edges(src, (src + 1) % 6, np.full(6, 2.0, np.float32),
+                                   num_vertices=7, page_edges=PAGE_EDGES, symmetrize=True)
+
+
+@pytest.mark.parametrize("source", [-1, 7, 10**12])
+@pytest.mark.parametrize("run", [seraph.bfs, seraph.sssp])
+def test_a_source_out_of_range_names_the_valid_range(run, source, weighted):
+    with pytest.raises(InputError, match=r"out of range.*0\.\.6"):
+        run(weighted, source, device="cpu")
+
+
+@pytest.mark.parametrize("source", [1.5, 2.0, "1", True, None])
+def test_a_source_that_is_not_an_integer_is_refused(source, directed):
+    with pytest.raises(InputError, match="integer|required"):
+        seraph.bfs(directed, source, device="cpu")
+
+
+def test_numpy_integer_sources_are_fine(directed):
+    assert seraph.bfs(directed, np.int64(2), device="cpu").levels[2] == 0
+
+
+def test_sssp_on_an_unweighted_graph_suggests_bfs_or_weights(directed):
+    with pytest.raises(InputError, match="unweighted") as err:
+        seraph.sssp(directed, 0, device="cpu")
+    assert "bfs" in str(err.value) and "--weights" in str(err.value)
+
+
+def test_cc_on_a_directed_graph_suggests_symmetrize(directed):
+    with pytest.raises(InputError, match="--symmetrize"):
+        seraph.connected_components(directed, device="cpu")
+
+
+def test_a_graph_that_is_not_a_graph_is_refused():
+    with pytest.raises(InputError, match="expected a seraph.Graph or a store path"):
+        seraph.bfs(np.zeros((3, 3)), 0, device="cpu")
+
+
+@pytest.mark.parametrize("predictor, weak", [("strong", 0), ("weak", 1)])
+def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak):
+    n = directed.num_vertices
+    # values 4, CSC indptr 8, changed flag 1, weak state 1, 8, then one epoch per block
+    # (a block per vertex below 4096 vertices); plus two 4-byte-per-edge page slots
+    minimum = n * (4 + 8 + 1 + weak) + 8 + n * 8 + 2 * PAGE_EDGES * 4
+    with pytest.raises(DeviceError, match=rf"minimum is .*\({minimum} bytes\)"):
+        seraph.bfs(directed, 0, device="cpu", predictor=predictor, device_memory=minimum - 1)
+    stats = seraph.bfs(directed, 0, device="cpu", predictor=predictor,
+                       device_memory=minimum).stats
+    assert (stats.num_slots, stats.resident) == (2, False)
+
+
+def test_a_budget_can_be_written_with_units(directed):
+    assert seraph.bfs(directed, 0, device="cpu", device_memory="1MiB").stats.resident
+    with pytest.raises(ConfigError, match="cannot read size"):
+        seraph.bfs(directed, 0, device="cpu", device_memory="lots")
+
+
+@pytest.mark.parametrize("option, value, match", [
+    ("schedule", "fastest", "unknown schedule 'fastest'; expected one of pipelined"),
+    ("predictor", "psychic", "unknown predictor 'psychic'"),
+    ("device", "tpu", "unknown device 'tpu'; expected auto, cuda or cpu"),
+    ("push_alpha", -1.0, "push_alpha must be >= 0"),
+    ("max_reentries", 0, "at least 1"),
+    ("warp_speed", 9, "unknown engine option"),
+])
+def test_unknown_or_invalid_options_are_config_errors(directed, option, value, match):
+    options = {"device": "cpu", option: value}
+    with pytest.raises(ConfigError, match=match):
+        seraph.bfs(directed, 0, **options)
+
+
+@pytest.mark.skipif(cuda_status()[0], reason="a usable GPU is present")
+def test_cuda_without_a_gpu_is_a_device_error(directed):
+    with pytest.raises(DeviceError, match="no usable GPU.*--device cpu"):
+        seraph.bfs(directed, 0, device="cuda")
+
+
+@pytest.mark.skipif(cuda_status()[0], reason="a usable GPU is present")
+def test_auto_without_a_gpu_warns_and_runs_on_the_cpu(directed):
+    with pytest.warns(RuntimeWarning, match="running on the CPU backend"):
+        stats = seraph.bfs(directed, 0, device="auto").stats
+    assert stats.device == "cpu"
+
+
+@pytest.mark.parametrize("predictor", ["weak", "auto", "strong"])
+def test_a_bad_diagram_is_a_config_error_whatever_the_predictor(directed, tmp_path,
+                                                                 predictor):
+    with pytest.raises(ConfigError, match="cannot read predictor diagram"):
+        seraph.bfs(directed, 0, device="cpu", predictor=predictor,
+                   diagram=tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="unknown predictor diagram 'nope'"):
+        seraph.bfs(directed, 0, device="cpu", predictor=predictor, diagram="nope")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("initial = 0\n[states.0]\nattempt = true\n")
+    with pytest.raises(ConfigError, match="broken.toml: state 0: missing transition"):
+        seraph.bfs(directed, 0, device="cpu", predictor=predictor, diagram=broken)
+
+
+def test_a_diagram_selects_the_weak_predictor_unless_one_is_named(directed):
+    stats = seraph.bfs(directed, 0, device="cpu", diagram="seraph").stats
+    assert stats.predictor == "weak"
+    stats = seraph.bfs(directed, 0, device="cpu", diagram="seraph", predictor="none").stats
+    assert stats.predictor == "none"

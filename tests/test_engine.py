@@ -1,0 +1,492 @@
+"""The CPU engine is exact: BFS, SSSP and CC equal scipy.sparse.csgraph's answers under every
+schedule, predictor, page size, memory budget and push threshold.
+
+Hypothesis draws small graphs together with one configuration each; a deterministic sweep
+runs the full cross product of configurations on three fixed graphs; named shapes (chains,
+stars, grids, a single vertex) cover what random graphs rarely produce.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csgraph
+from test_predictors import SLEEPY_TOML
+
+import seraph
+from seraph.backends.base import Layout
+from seraph.backends.cpu_kernels import SERIAL_EDGES
+from seraph.graph import Graph
+
+SCHEDULES = ("pipelined", "reentry", "single")
+#: "sleepy" is a valid but bad weak diagram: a vertex sleeps 20 sweeps after any failure.
+PREDICTORS = ("none", "strong", "weak", "sleepy")
+WHOLE = 1024  #: a page size above every test graph's edge count: one page holds the graph
+PAGE_EDGES = (1, 2, 4, 16, WHOLE)
+SLOTS = (None, 2, 3)  #: None: no budget, every page resident
+PUSH_ALL = 1e-3  #: push while the frontier has fewer than 1000 m out-edges: always
+#: off; the default; pushes only frontiers without out-edges; pushes everything
+ALPHAS = (0.0, 20.0, 1e9, PUSH_ALL)
+ALGORITHMS = ("bfs", "sssp", "cc")
+
+
+@pytest.fixture(scope="module")
+def sleepy(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("diagrams") / "sleepy.toml"
+    path.write_text(SLEEPY_TOML)
+    return path
+
+
+# -- inputs and their expected answers -------------------------------------------------------
+@dataclass(frozen=True)
+class Edges:
+    """A test input: edges ``src[i] -> dst[i]`` on ``n`` vertices (tuples, so it hashes)."""
+
+    n: int
+    src: tuple[int, ...]
+    dst: tuple[int, ...]
+    weight: tuple[float, ...] | None = None  # float32-representable
+    symmetric: bool = False  # built with symmetrize=True
+    keep: bool = True  # keep self-loops and duplicate edges in the graph
+
+    @property
+    def integral(self) -> bool:
+        """Small integer weights: float32 path sums are exact."""
+        return self.weight is None or all(float(w).is_integer() for w in self.weight)
+
+    def graph(self, page_edges: int) -> Graph:
+        weight = None if self.weight is None else np.array(self.weight, np.float32)
+        return Graph.from_edges(np.array(self.src, np.int64), np.array(self.dst, np.int64),
+                                weight, num_vertices=self.n, symmetrize=self.symmetric,
+                                page_edges=page_edges, keep_duplicates=self.keep,
+                                keep_self_loops=self.keep)
+
+    def arcs(self) -> dict[tuple[int, int], float]:
+        """Every arc (u, v) of the graph with its smallest weight (1 when unweighted)."""
+        weights = self.weight or (1.0,) * len(self.src)
+        pairs = zip(self.src, self.dst, weights, strict=True)
+        if self.symmetric:
+            pairs = [*pairs, *zip(self.dst, self.src, weights, strict=True)]
+        arcs: dict[tuple[int, int], float] = {}
+        for u, v, w in pairs:
+            arcs[u, v] = min(w, arcs.get((u, v), np.inf))
+        return arcs
+
+    def adjacency(self) -> sp.csr_array:
+        """The adjacency matrix csgraph reads (explicit zeros are zero-weight edges)."""
+        arcs = self.arcs()
+        rows = np.array([u for u, _ in arcs], np.int64)
+        cols = np.array([v for _, v in arcs], np.int64)
+        return sp.csr_array((np.array(list(arcs.values()), np.float64), (rows, cols)),
+                            shape=(self.n, self.n))
+
+
+cached_graph = cache(Edges.graph)
+
+
+def expected(algorithm: str, edges: Edges, source: int) -> np.ndarray:
+    """scipy's answer in the API's conventions."""
+    a = edges.adjacency()
+    if algorithm == "cc":
+        count, component = csgraph.connected_components(a, directed=False)
+        smallest = np.full(count, edges.n)
+        np.minimum.at(smallest, component, np.arange(edges.n))
+        return smallest[component]
+    if algorithm == "bfs":
+        hops = csgraph.shortest_path(a, directed=True, unweighted=True, indices=source)
+        return np.where(np.isinf(hops), -1, hops).astype(np.int32)
+    return csgraph.dijkstra(a, directed=True, indices=source)
+
+
+# -- configurations and runs ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    schedule: str = "pipelined"
+    predictor: str = "strong"
+    page_edges: int = 4
+    slots: int | None = None
+    alpha: float = 20.0
+
+    @property
+    def weak(self) -> bool:
+        return self.schedule != "single" and self.predictor in ("weak", "sleepy")
+
+    def options(self, graph: Graph, sleepy: Path) -> dict:
+        opts = dict(device="cpu", schedule=self.schedule, push_alpha=self.alpha,
+                    predictor="weak" if self.predictor == "sleepy" else self.predictor)
+        if self.predictor == "sleepy":
+            opts["diagram"] = str(sleepy)
+        if self.slots is not None:
+            opts["device_memory"] = budget(graph, self.slots, self.weak)
+        return opts
+
+
+def budget(graph: Graph, slots: int, weak: bool) -> int:
+    """Bytes for the vertex state plus ``slots`` page slots: per vertex a value (4), CSC
+    indptr (8), changed flag (1) and weak state (1); 8; and an epoch (8) per source block."""
+    n, blocks = graph.num_vertices, Layout.plan(graph, weak, None).num_blocks
+    state = n * (4 + 8 + 1 + weak) + 8 + blocks * 8
+    return state + slots * graph.page_edges * (8 if graph.weighted else 4)
+
+
+def solve(algorithm: str, graph: Graph, source: int, options: dict, predecessors=False):
+    if algorithm == "cc":
+        return seraph.connected_components(graph, **options)
+    run = seraph.bfs if algorithm == "bfs" else seraph.sssp
+    return run(graph, source, predecessors=predecessors, **options)
+
+
+def answer(algorithm: str, result) -> np.ndarray:
+    if algorithm == "bfs":
+        assert result.levels.dtype == np.int32
+        return result.levels
+    if algorithm == "sssp":
+        assert result.distances.dtype == np.float32
+        return result.distances
+    return result.labels
+
+
+def check_run(algorithm: str, edges: Edges, source: int, cfg: Config, sleepy: Path,
+              graph: Graph | None = None):
+    """Runs one configuration and checks its answer and its stats; returns the result."""
+    graph = graph or edges.graph(cfg.page_edges)
+    result = solve(algorithm, graph, source, cfg.options(graph, sleepy))
+    got, want = answer(algorithm, result), expected(algorithm, edges, source)
+    if algorithm == "sssp" and not edges.integral:
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=str(cfg))
+    else:
+        np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=str(cfg))
+    if algorithm == "cc":
+        assert result.num_components == len(np.unique(want))
+    check_stats(result.stats, cfg, graph)
+    return result
+
+
+def check_stats(stats, cfg: Config, graph: Graph) -> None:
+    """What the configuration promises about every run."""
+    if cfg.slots is None or graph.num_pages <= cfg.slots:
+        assert stats.resident and stats.pages_transferred == 0 and stats.bytes_h2d == 0
+    else:
+        assert not stats.resident and stats.num_slots == cfg.slots
+        # Slots start empty, so sweeping anything means copying it first.
+        assert (stats.pages_transferred > 0) == (stats.sweeps > 0)
+    if cfg.alpha == 0 or cfg.schedule == "single":
+        assert stats.edges_pushed == 0 and stats.sparse_rounds == 0
+    elif cfg.alpha == PUSH_ALL:
+        assert stats.sweeps == 0
+    if cfg.schedule == "single":
+        assert stats.predictor == "none"
+    if stats.predictor != "strong":
+        assert stats.skipped_strong == 0
+    if stats.predictor != "weak":
+        assert stats.skipped_weak == 0
+
+
+# -- hypothesis: random graphs, each with a random configuration ----------------------------
+configs = st.builds(Config, st.sampled_from(SCHEDULES), st.sampled_from(PREDICTORS),
+                    st.sampled_from(PAGE_EDGES), st.sampled_from(SLOTS),
+                    st.sampled_from(ALPHAS))
+
+
+@st.composite
+def inputs(draw, weighted: bool, symmetric: bool | None = None) -> tuple[Edges, int]:
+    """A graph of up to 60 vertices and 300 edges, with a source vertex.
+
+    A path through a random order of the vertices gives some graphs a long diameter;
+    random edges add self-loops, duplicates and shortcuts. Weights are small integers
+    (zeros included) or arbitrary float32 values."""
+    n = draw(st.integers(1, 60))
+    order = draw(st.permutations(range(n)))
+    path = order[:draw(st.integers(0, n))]
+    vertex = st.integers(0, n - 1)
+    pairs = [*zip(path, path[1:], strict=False),
+             *draw(st.lists(st.tuples(vertex, vertex), max_size=300 - len(path)))]
+    weight = None
+    if weighted:
+        value = draw(st.sampled_from([st.integers(0, 4).map(float),
+                                      st.floats(0, 1000, width=32)]))
+        weight = tuple(draw(st.lists(value, min_size=len(pairs), max_size=len(pairs))))
+    edges = Edges(n, tuple(u for u, _ in pairs), tuple(v for _, v in pairs), weight,
+                  draw(st.booleans()) if symmetric is None else symmetric,
+                  draw(st.booleans()))
+    return edges, draw(vertex)
+
+
+HYPOTHESIS = settings(max_examples=60, deadline=None,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=False), cfg=configs)
+def test_bfs_levels_equal_scipy(case, cfg, sleepy):
+    check_run("bfs", *case, cfg, sleepy)
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=True), cfg=configs)
+def test_sssp_distances_equal_scipy(case, cfg, sleepy):
+    check_run("sssp", *case, cfg, sleepy)
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=False, symmetric=True), cfg=configs)
+def test_cc_labels_equal_scipy(case, cfg, sleepy):
+    check_run("cc", *case, cfg, sleepy)
+
+
+# -- the full cross product on fixed graphs -------------------------------------------------
+def _random_edges(seed: int, n: int, m: int, used: int) -> Edges:
+    """Random weighted edges among the first ``used`` of ``n`` vertices (the rest are
+    isolated), with self-loops, duplicates and zero weights."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, used, m), rng.integers(0, used, m)
+    src[:3], dst[:3] = (5, 7, 7), (5, 9, 9)  # a self-loop and a duplicate
+    weight = rng.integers(0, 4, m).astype(float)
+    return Edges(n, tuple(src.tolist()), tuple(dst.tolist()), tuple(weight.tolist()))
+
+
+def _chain_and_stars() -> Edges:
+    """A chain 0 -> ... -> 15 with a zero-weight cycle 3 -> 4 -> 3, an out-star from 15
+    whose leaves all point into 22 (an in-star), and the isolated vertex 23."""
+    arcs = [(i, i + 1, 1.0) for i in range(14)] + [(4, 3, 0.0), (14, 15, 2.0)]
+    arcs += [(15, v, float(v % 3)) for v in range(16, 22)]
+    arcs += [(v, 22, 1.0) for v in range(16, 22)]
+    src, dst, weight = zip(*arcs, strict=True)
+    return Edges(24, src, dst, weight)
+
+
+def grid_edges(rows: int, cols: int, weight=lambda u, v: 1.0, n: int | None = None
+               ) -> Edges:
+    """A rows x cols 4-neighbour grid, one arc per neighbour pair, built symmetric."""
+    arcs = [(r * cols + c, r * cols + c + d) for r in range(rows) for c in range(cols)
+            for d in (1, cols) if (d == 1 and c + 1 < cols) or (d == cols and r + 1 < rows)]
+    src, dst = zip(*arcs, strict=True)
+    return Edges(n or rows * cols, src, dst, tuple(weight(u, v) for u, v in arcs),
+                 symmetric=True)
+
+
+def _chain(n: int) -> Edges:
+    return Edges(n, tuple(range(n - 1)), tuple(range(1, n)), (1.0,) * (n - 1))
+
+
+def side_by_side(*parts: Edges) -> Edges:
+    """The disjoint union of graphs, vertex ids shifted; symmetric if the first one is."""
+    shift = np.cumsum([0] + [p.n for p in parts])
+    return dataclasses.replace(
+        parts[0], n=int(shift[-1]),
+        src=tuple(u + int(s) for p, s in zip(parts, shift, strict=False) for u in p.src),
+        dst=tuple(v + int(s) for p, s in zip(parts, shift, strict=False) for v in p.dst),
+        weight=tuple(w for p in parts for w in p.weight))
+
+
+FIXED = {
+    "random": (_random_edges(3, n=24, m=56, used=20), 7),
+    "chain_and_stars": (_chain_and_stars(), 0),
+    # a 4 x 5 grid with weights 0..2 beside a path
+    "grids": (side_by_side(grid_edges(4, 5, lambda u, v: float((u + v) % 3)), _chain(6)), 6),
+}
+
+
+def _sweep_params():
+    for name in FIXED:
+        for algorithm in ALGORITHMS:
+            for schedule in SCHEDULES:
+                # single ignores the predictor (and the push engine): one run covers it
+                for predictor in PREDICTORS if schedule != "single" else ("none",):
+                    yield pytest.param(name, algorithm, schedule, predictor,
+                                       id=f"{name}-{algorithm}-{schedule}-{predictor}")
+
+
+@pytest.mark.parametrize("name, algorithm, schedule, predictor", list(_sweep_params()))
+def test_every_configuration_is_exact(name, algorithm, schedule, predictor, sleepy):
+    edges, source = FIXED[name]
+    if algorithm == "cc":
+        edges = dataclasses.replace(edges, weight=None, symmetric=True)
+    alphas = ALPHAS if schedule != "single" else (0.0,)
+    for page_edges in PAGE_EDGES:
+        graph = cached_graph(edges, page_edges)
+        assert page_edges != WHOLE or graph.num_pages == 1
+        for slots in SLOTS:
+            for alpha in alphas:
+                cfg = Config(schedule, predictor, page_edges, slots, alpha)
+                check_run(algorithm, edges, source, cfg, sleepy, graph)
+
+
+# -- shapes random graphs rarely produce ----------------------------------------------------
+def _star(n: int, inward: bool) -> Edges:
+    """Vertex 0 joined to every other vertex, edges pointing out of it or into it."""
+    leaves, hub = tuple(range(1, n)), (0,) * (n - 1)
+    src, dst = (leaves, hub) if inward else (hub, leaves)
+    return Edges(n, src, dst, tuple(float(v % 5) for v in leaves))
+
+
+SHAPES = {
+    "single_vertex": (Edges(1, (), (), ()), 0),
+    "long_chain": (_chain(150), 0),
+    "chain_from_the_middle": (_chain(100), 50),
+    "out_star": (_star(50, inward=False), 0),
+    "in_star": (_star(50, inward=True), 0),
+    "in_star_from_a_leaf": (_star(50, inward=True), 7),
+    "grid": (grid_edges(8, 8, lambda u, v: float(u * v % 7)), 27),
+    "isolated_source": (dataclasses.replace(_chain(20), n=25), 22),
+    "two_chains": (side_by_side(_chain(10), _chain(11)), 12),
+}
+
+#: A few configurations that differ in everything; the sweep above crosses them all.
+SHAPE_CONFIGS = [
+    Config(),
+    Config("pipelined", "weak", 2, 2, 0.0),
+    Config("reentry", "strong", 4, 3, 20.0),
+    Config("single", "none", 2, 2, 0.0),
+    Config("pipelined", "sleepy", 1, 3, PUSH_ALL),
+    Config("reentry", "none", 16, None, 1e9),
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_shapes(shape, algorithm, sleepy):
+    edges, source = SHAPES[shape]
+    if algorithm == "cc":
+        edges = dataclasses.replace(edges, weight=None, symmetric=True)
+    for cfg in SHAPE_CONFIGS:
+        check_run(algorithm, edges, source, cfg, sleepy)
+
+
+def test_big_pages_and_source_blocks_of_several_vertices(sleepy):
+    """Above 4096 vertices a source block (the unit of page activity) spans several
+    vertices; pages of SERIAL_EDGES edges or more are pulled by several threads."""
+    rng = np.random.default_rng(11)
+    n, m = 5000, 10000
+    src = rng.integers(0, n, m)
+    dst = np.clip(src + rng.integers(-60, 61, m), 0, n - 1)  # local edges: many rounds
+    edges = Edges(n, tuple(src.tolist()), tuple(dst.tolist()),
+                  tuple(rng.integers(0, 5, m).astype(float).tolist()), symmetric=True)
+    graph = cached_graph(edges, SERIAL_EDGES)
+    assert Layout.plan(graph, False, None).block_shift > 0 and graph.num_pages > 3
+    for algorithm in ALGORITHMS:
+        for cfg in (Config("pipelined", "strong", SERIAL_EDGES, 2, 0.0),
+                    Config("reentry", "sleepy", SERIAL_EDGES, 3, 0.0),
+                    Config("single", "none", SERIAL_EDGES, 2, 0.0),
+                    Config("pipelined", "weak", SERIAL_EDGES, None, 20.0)):
+            check_run(algorithm, edges, 0, cfg, sleepy, graph)
+
+
+# -- predecessors -------------------------------------------------------------------------
+def check_predecessors(algorithm: str, edges: Edges, source: int, result) -> None:
+    """Every reached vertex's predecessor is a tight in-edge, and following predecessors
+    reaches the source; the source and unreached vertices have -1."""
+    values = result.levels if algorithm == "bfs" else result.distances
+    reached = values >= 0 if algorithm == "bfs" else np.isfinite(values)
+    pred, arcs = result.predecessors, edges.arcs()
+    assert pred[source] == -1
+    assert (pred[~reached] == -1).all()
+    for v in np.flatnonzero(reached):
+        if v == source:
+            continue
+        u = int(pred[v])
+        assert (u, v) in arcs, f"{u} -> {v} is not an edge"
+        if algorithm == "bfs":
+            assert values[u] + 1 == values[v]
+        else:
+            assert np.float32(values[u]) + np.float32(arcs[u, v]) == values[v]
+    for v in np.flatnonzero(reached):
+        steps = 0
+        while v != source:
+            v, steps = pred[v], steps + 1
+            assert steps <= edges.n, "the predecessors form a cycle"
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=True), cfg=configs, algorithm=st.sampled_from(["bfs", "sssp"]))
+def test_predecessors_are_tight_and_lead_to_the_source(case, cfg, algorithm, sleepy):
+    edges, source = case
+    graph = edges.graph(cfg.page_edges)
+    result = solve(algorithm, graph, source, cfg.options(graph, sleepy), predecessors=True)
+    check_predecessors(algorithm, edges, source, result)
+
+
+def test_predecessors_with_zero_weight_cycles():
+    # 0 -> 1 -> 2 -> 0 and 2 -> 3 -> 1 are zero-weight cycles through the source 1.
+    edges = Edges(6, (0, 1, 2, 2, 3, 3), (1, 2, 0, 3, 1, 4), (0.0, 0.0, 0.0, 0.0, 0.0, 2.0))
+    for page_edges in (1, 4):
+        result = solve("sssp", edges.graph(page_edges), 1, {"device": "cpu"},
+                       predecessors=True)
+        np.testing.assert_array_equal(result.distances, [0, 0, 0, 0, 2, np.inf])
+        check_predecessors("sssp", edges, 1, result)
+
+
+def test_results_speak_the_input_ids_of_a_relabelled_graph():
+    """Sparse input ids are numbered 0..n-1 inside; sources, predecessors and labels are
+    input ids, and position i of a result is vertex ``vertex_ids[i]``."""
+    src, dst = np.array([10, 10**6, 5, 77]), np.array([10**6, 5, 10, 99])
+    graph = Graph.from_edges(src, dst, np.array([1, 2, 3, 4], np.float32))
+    np.testing.assert_array_equal(graph.vertex_ids, [5, 10, 77, 99, 10**6])
+    bfs = seraph.bfs(graph, 10**6, device="cpu", predecessors=True)
+    np.testing.assert_array_equal(bfs.levels, [1, 2, -1, -1, 0])
+    np.testing.assert_array_equal(bfs.predecessors, [10**6, 5, -1, -1, -1])
+    sssp = seraph.sssp(graph, 10, device="cpu", predecessors=True)
+    np.testing.assert_array_equal(sssp.distances, [3, 0, np.inf, np.inf, 1])
+    np.testing.assert_array_equal(sssp.predecessors, [10**6, -1, -1, -1, 10])
+    cc = seraph.connected_components(Graph.from_edges(src, dst, symmetrize=True),
+                                     device="cpu")
+    np.testing.assert_array_equal(cc.labels, [5, 5, 77, 77, 5])
+    assert cc.num_components == 2
+
+
+# -- what the stats promise -------------------------------------------------------------------
+def test_a_two_slot_budget_pages_and_no_budget_does_not():
+    edges, source = FIXED["random"]
+    graph = cached_graph(edges, 4)
+    paged = seraph.bfs(graph, source, device="cpu", push_alpha=0,
+                       device_memory=budget(graph, 2, weak=False)).stats
+    assert (paged.num_slots, paged.resident) == (2, False)
+    assert paged.pages_transferred > graph.num_pages  # more than one pass
+    assert paged.bytes_h2d > 0
+    resident = seraph.bfs(graph, source, device="cpu", push_alpha=0).stats
+    assert resident.resident and resident.pages_transferred == resident.bytes_h2d == 0
+
+
+def test_the_strong_predictor_skips_converged_vertices_on_a_chain():
+    # Every chain vertex also points back to vertex 1, so vertex 1 is pulled whenever the
+    # chain advances, long after round 1 proved its level final.
+    chain = _chain(100)
+    edges = dataclasses.replace(chain, src=chain.src + tuple(range(2, 100)),
+                                dst=chain.dst + (1,) * 98, weight=None)
+    graph = edges.graph(4)
+    stats = seraph.bfs(graph, 0, device="cpu", predictor="strong", push_alpha=0).stats
+    assert stats.skipped_strong > 0
+    assert seraph.bfs(graph, 0, device="cpu", predictor="none",
+                      push_alpha=0).stats.skipped_strong == 0
+
+
+def test_push_alpha_zero_disables_the_push_engine():
+    graph = _chain(50).graph(4)
+    assert seraph.bfs(graph, 0, device="cpu", push_alpha=0).stats.edges_pushed == 0
+    pushed = seraph.bfs(graph, 0, device="cpu", push_alpha=PUSH_ALL).stats
+    assert pushed.edges_pushed == 49 and pushed.sweeps == 0
+
+
+@pytest.mark.parametrize("slots", [None, 2])
+def test_a_sleepy_diagram_skips_and_the_final_recheck_catches_up(slots, sleepy):
+    edges, source = FIXED["grids"]
+    stats = check_run("sssp", edges, source, Config("pipelined", "sleepy", 4, slots, 0.0),
+                      sleepy).stats
+    assert stats.skipped_weak > 0 and stats.rechecks > 0
+
+
+@pytest.mark.parametrize("predictor", ["strong", "weak"])
+def test_the_single_schedule_never_skips(predictor):
+    graph = _chain(50).graph(2)
+    stats = seraph.sssp(graph, 0, device="cpu", schedule="single", predictor=predictor,
+                        device_memory=budget(graph, 2, weak=False)).stats
+    assert stats.skipped_strong == stats.skipped_weak == 0
+    assert stats.predictor == "none" and stats.pages_transferred > 0
