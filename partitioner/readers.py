@@ -654,7 +654,9 @@ def _weight_array(label: str, w: object) -> np.ndarray:
     if w.ndim != 1:
         raise InputError(f"{label} must be one-dimensional, got shape {w.shape}")
     if w.dtype.kind == "f":
-        bad = ~(w >= 0) | (w >= _FLOAT32_OVERFLOW)  # NaN fails every comparison
+        # NaN fails every comparison; float32 and smaller can only overflow as inf.
+        over = w >= _FLOAT32_OVERFLOW if w.dtype.itemsize > 4 else np.isinf(w)
+        bad = ~(w >= 0) | over
     elif w.dtype.kind == "i":
         bad = w < 0
     else:
