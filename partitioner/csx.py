@@ -1,137 +1,232 @@
-"""Turning one bucket of edges into compressed-sparse rows (numba).
+"""Compressed-sparse rows from edge lists without comparison sorts (numba kernels).
 
-A bucket holds edges whose *key* vertex (the destination for CSC, the source for CSR)
-lies in a contiguous range. A counting sort by key gives the row structure directly; each
-row is then sorted by (neighbour, weight) so that duplicates are adjacent and the first of
-a run carries the minimum weight, which is the one kept.
+An edge is ``(key, other, wbits)``: its row (the destination for CSC, the source for CSR),
+its neighbour, and the bit pattern of its float32 weight. Non-negative float32 weights
+order like their bit patterns, so a minimum over bits is the minimum weight.
+
+A stable counting sort by key (:func:`sort_by_key`) turns an edge list into rows. Rows come
+out sorted by neighbour when the input was already in neighbour order, which is how the
+writer sorts every row with counting sorts alone (an LSD radix sort whose digits are vertex
+ids): order the edges by source, then a stable sort by destination gives CSC rows sorted by
+source, and a stable sort of that by source gives CSR rows sorted by destination.
+
+Unweighted edges pass an empty ``wbits`` array: numba compiles one kernel for both cases
+and the branch on ``len(wbits)`` costs nothing next to the memory traffic.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numba
 import numpy as np
 from numba import njit, prange
 
-# Rows at most this long are insertion-sorted; longer ones use numba's np.sort.
-_SMALL_ROW = 32
+#: A counting sort first splits the keys into at most this many parts of consecutive keys,
+#: then sorts each part on its own: a part's counters and output stay in cache, where one
+#: pass over all keys at once would miss the cache on nearly every edge.
+_PARTS = 256
+#: Edges per block of the parallel compaction.
+_BLOCK = 1 << 16
+#: Kernels on fewer edges run on the calling thread (see ``_serial_if_small``).
+_PARALLEL_EDGES = 1 << 16
 
 
-@njit(cache=True)
-def _counting_sort(keys, others, wbits, num_keys):
-    """Groups edges by key; returns (row offsets, others, wbits) in key order."""
-    counts = np.zeros(num_keys + 1, dtype=np.int64)
-    for k in keys:
-        counts[k + 1] += 1
-    offsets = np.cumsum(counts)
-    fill = offsets[:-1].copy()
-    out_o = np.empty_like(others)
-    out_w = np.empty_like(wbits)
-    for i in range(len(keys)):
-        pos = fill[keys[i]]
-        out_o[pos] = others[i]
-        out_w[pos] = wbits[i]
-        fill[keys[i]] = pos + 1
-    return offsets, out_o, out_w
-
-
-@njit(cache=True, inline="always")
-def _insertion_sort(a, lo, hi):
-    for i in range(lo + 1, hi):
-        x = a[i]
-        j = i - 1
-        while j >= lo and a[j] > x:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = x
-
-
-@njit(cache=True)
-def _sort_and_dedup_row(pairs, lo, hi, me, keep_duplicates, keep_self_loops):
-    """Sorts one row in place and compacts it; returns (kept, self-loops, duplicates)."""
-    if hi - lo <= _SMALL_ROW:
-        _insertion_sort(pairs, lo, hi)
-    else:
-        pairs[lo:hi] = np.sort(pairs[lo:hi])
-    out = lo
-    loops = 0
-    dups = 0
-    for i in range(lo, hi):
-        nb = pairs[i] >> 32
-        if nb == me and not keep_self_loops:
-            loops += 1
-        elif not keep_duplicates and out > lo and (pairs[out - 1] >> 32) == nb:
-            dups += 1
-        else:
-            pairs[out] = pairs[i]
-            out += 1
-    return out - lo, loops, dups
+@contextmanager
+def _serial_if_small(num_edges: int) -> Iterator[None]:
+    """Runs small inputs on the calling thread: waking numba's thread pool costs more than
+    the work, and milliseconds when other processes keep the cores busy."""
+    if num_edges >= _PARALLEL_EDGES:
+        yield
+        return
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(threads)
 
 
 @njit(cache=True, parallel=True)
-def _sort_and_dedup_rows(offsets, pairs, first_key, keep_duplicates, keep_self_loops):
-    """Sorts each row of ``pairs`` (neighbour << 32 | weight bits) and compacts it in place.
+def _partition(keys, others, wbits, first_key, shift, num_parts, num_threads):
+    """Stable partition of edges by part ``(key - first_key) >> shift``; returns the part
+    offsets and the edges (keys relative to ``first_key``) in part order."""
+    num_edges = len(keys)
+    weighted = len(wbits) > 0
+    step = -(-num_edges // num_threads)
+    # Each thread counts its own contiguous slice of the edges; within a part, the slices
+    # follow each other in order, which keeps the partition stable.
+    counts = np.zeros((num_threads, num_parts), dtype=np.int64)
+    for t in prange(num_threads):
+        mine = counts[t]
+        for i in range(t * step, min(num_edges, (t + 1) * step)):
+            mine[(keys[i] - first_key) >> shift] += 1
+    starts = np.empty(num_parts + 1, dtype=np.int64)
+    total = 0
+    for p in range(num_parts):
+        starts[p] = total
+        for t in range(num_threads):
+            c = counts[t, p]
+            counts[t, p] = total
+            total += c
+    starts[num_parts] = total
+    out_keys = np.empty(num_edges, dtype=np.int32)
+    out_others = np.empty(num_edges, dtype=np.int32)
+    out_wbits = np.empty(len(wbits), dtype=np.uint32)
+    for t in prange(num_threads):
+        fill = counts[t]
+        for i in range(t * step, min(num_edges, (t + 1) * step)):
+            k = keys[i] - first_key
+            p = k >> shift
+            pos = fill[p]
+            fill[p] = pos + 1
+            out_keys[pos] = k
+            out_others[pos] = others[i]
+            if weighted:
+                out_wbits[pos] = wbits[i]
+    return starts, out_keys, out_others, out_wbits
 
-    Returns the kept length of every row and the removed self-loops and duplicates per
-    row. Non-negative float32 weights order like their bit patterns, so sorting the packed
-    value sorts by neighbour, then weight: the first of a duplicate run has the minimum.
+
+def partition(keys: np.ndarray, others: np.ndarray, wbits: np.ndarray, first_key: int,
+              shift: int, num_parts: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stable partition of edges by ``(key - first_key) >> shift`` into ``num_parts`` parts.
+
+    Returns the part offsets (part p is ``starts[p]:starts[p + 1]``) and fresh int32 keys
+    (minus ``first_key``), int32 neighbours and uint32 weight bits in part order.
     """
-    num_rows = len(offsets) - 1
-    kept = np.zeros(num_rows, dtype=np.int64)
-    loops = np.zeros(num_rows, dtype=np.int64)
-    dups = np.zeros(num_rows, dtype=np.int64)
-    for r in prange(num_rows):
-        kept[r], loops[r], dups[r] = _sort_and_dedup_row(
-            pairs, offsets[r], offsets[r + 1], first_key + r, keep_duplicates, keep_self_loops)
-    return kept, loops.sum(), dups.sum()
+    with _serial_if_small(len(keys)):
+        threads = max(1, min(numba.get_num_threads(), len(keys) // num_parts))
+        return _partition(keys, others, wbits, first_key, shift, num_parts, threads)
 
 
 @njit(cache=True, parallel=True)
-def _gather_rows(offsets, kept, pairs, out_idx, out_wbits):
-    starts = np.zeros(len(kept) + 1, dtype=np.int64)
-    for r in range(len(kept)):
-        starts[r + 1] = starts[r] + kept[r]
-    for r in prange(len(kept)):
-        src = offsets[r]
-        dst = starts[r]
-        for i in range(kept[r]):
-            p = pairs[src + i]
-            out_idx[dst + i] = np.int32(p >> 32)
-            out_wbits[dst + i] = np.uint32(p & 0xFFFFFFFF)
-    return starts[-1]
+def _sort_parts(starts, keys, others, wbits, shift, num_keys, out_others, out_wbits):
+    """Counting sort of each part by key into ``out_*``; returns the row offsets."""
+    weighted = len(wbits) > 0
+    indptr = np.empty(num_keys + 1, dtype=np.int64)
+    indptr[num_keys] = len(keys)
+    mask = (1 << shift) - 1
+    for p in prange(len(starts) - 1):
+        lo = p << shift
+        span = min(mask + 1, num_keys - lo)
+        fill = np.zeros(span + 1, dtype=np.int64)
+        for i in range(starts[p], starts[p + 1]):
+            fill[(keys[i] & mask) + 1] += 1
+        fill[0] = starts[p]
+        for k in range(span):
+            fill[k + 1] += fill[k]
+            indptr[lo + k] = fill[k]
+        for i in range(starts[p], starts[p + 1]):
+            k = keys[i] & mask
+            pos = fill[k]
+            fill[k] = pos + 1
+            out_others[pos] = others[i]
+            if weighted:
+                out_wbits[pos] = wbits[i]
+    return indptr
+
+
+def sort_by_key(keys: np.ndarray, others: np.ndarray, wbits: np.ndarray, first_key: int,
+                num_keys: int) -> np.ndarray:
+    """Stable counting sort of edges by key, in place: afterwards ``others`` (int32) and
+    ``wbits`` (uint32, or empty when unweighted) hold the rows of keys ``first_key ..
+    first_key + num_keys - 1`` in order. ``keys`` is left as it was.
+
+    Returns the int64 row offsets, starting at 0.
+    """
+    shift = max(0, int(num_keys - 1).bit_length() - _PARTS.bit_length() + 1)
+    num_parts = max(1, -(-num_keys // (1 << shift)))
+    starts, *parted = partition(keys, others, wbits, first_key, shift, num_parts)
+    with _serial_if_small(len(keys)):
+        return _sort_parts(starts, *parted, shift, num_keys, others, wbits)
+
+
+@njit(cache=True, parallel=True)
+def _expand_rows(indptr, first_key, out):
+    for r in prange(len(indptr) - 1):
+        out[indptr[r]: indptr[r + 1]] = first_key + r
+
+
+def expand_rows(indptr: np.ndarray, first_key: int, out: np.ndarray) -> None:
+    """Writes the int32 key of every edge of the rows ``indptr`` into ``out`` (undoes a
+    counting sort)."""
+    with _serial_if_small(int(indptr[-1])):
+        _expand_rows(indptr, first_key, out)
 
 
 @njit(cache=True)
-def _pack(others, wbits):
-    out = np.empty(len(others), dtype=np.int64)
-    for i in range(len(others)):
-        out[i] = (np.int64(others[i]) << 32) | np.int64(wbits[i])
+def dedup_rows(indptr, others, wbits):
+    """Removes repeated neighbours from rows sorted by neighbour, keeping the minimum weight.
+
+    Compacts ``others`` and ``wbits`` in place and rewrites ``indptr``; returns the number
+    of edges kept.
+    """
+    weighted = len(wbits) > 0
+    out = 0
+    for r in range(len(indptr) - 1):
+        start, end = indptr[r], indptr[r + 1]
+        indptr[r] = out  # indptr[r + 1] is still the old end, read on the next row
+        row = out
+        for i in range(start, end):
+            if out > row and others[out - 1] == others[i]:
+                if weighted and wbits[i] < wbits[out - 1]:
+                    wbits[out - 1] = wbits[i]
+            else:
+                others[out] = others[i]
+                if weighted:
+                    wbits[out] = wbits[i]
+                out += 1
+    indptr[-1] = out
     return out
 
 
-def build_rows(keys: np.ndarray, others: np.ndarray, weights: np.ndarray | None,
-               first_key: int, num_keys: int, *, keep_duplicates: bool = False,
-               keep_self_loops: bool = False):
-    """Builds the rows of keys ``first_key .. first_key+num_keys-1`` from one bucket.
+@njit(cache=True, parallel=True)
+def _compact_edges(src, dst, wbits, num_vertices, keep_self_loops, out_src, out_dst,
+                   out_wbits):
+    weighted = len(wbits) > 0
+    num_blocks = -(-len(src) // _BLOCK)
+    kept = np.zeros(num_blocks, dtype=np.int64)
+    bad = np.full(num_blocks, -1, dtype=np.int64)
+    # Each block is compacted to its own start in parallel...
+    for b in prange(num_blocks):
+        out = lo = b * _BLOCK
+        for i in range(lo, min(len(src), lo + _BLOCK)):
+            u, v = src[i], dst[i]
+            if u < 0 or v < 0 or u >= num_vertices or v >= num_vertices:
+                bad[b] = i
+                break
+            if u != v or keep_self_loops:
+                out_src[out] = u
+                out_dst[out] = v
+                if weighted:
+                    out_wbits[out] = wbits[i]
+                out += 1
+        kept[b] = out - lo
+    # ...then the blocks move down over the gaps that dropped self-loops left.
+    total = 0
+    for b in range(num_blocks):
+        if bad[b] >= 0:
+            return total, bad[b]
+        lo = b * _BLOCK
+        if total < lo:
+            for i in range(kept[b]):
+                out_src[total + i] = out_src[lo + i]
+                out_dst[total + i] = out_dst[lo + i]
+                if weighted:
+                    out_wbits[total + i] = out_wbits[lo + i]
+        total += kept[b]
+    return total, -1
 
-    Args:
-        keys: int32/int64 key vertex of each edge, all within the range.
-        others: int32 neighbour of each edge.
-        weights: float32 weights (non-negative) or None.
 
-    Returns:
-        (degrees int64[num_keys], neighbours int32[k], weights float32[k] or None,
-        self_loops_removed, duplicates_removed)
-    """
-    local = (keys - first_key).astype(np.int64, copy=False)
-    wbits = (np.zeros(len(others), np.uint32) if weights is None
-             else np.ascontiguousarray(weights, dtype=np.float32).view(np.uint32))
-    offsets, o_sorted, w_sorted = _counting_sort(local, others.astype(np.int32, copy=False),
-                                                 wbits, num_keys)
-    pairs = _pack(o_sorted, w_sorted)
-    del o_sorted, w_sorted
-    kept, loops, dups = _sort_and_dedup_rows(offsets, pairs, first_key, keep_duplicates,
-                                             keep_self_loops)
-    out_idx = np.empty(int(kept.sum()), dtype=np.int32)
-    out_w = np.empty(len(out_idx), dtype=np.uint32)
-    _gather_rows(offsets, kept, pairs, out_idx, out_w)
-    return kept, out_idx, (None if weights is None else out_w.view(np.float32)), int(loops), \
-        int(dups)
+def compact_edges(src: np.ndarray, dst: np.ndarray, wbits: np.ndarray, num_vertices: int,
+                  keep_self_loops: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Edges as fresh int32 ``(src, dst)`` and uint32 ``wbits``, without self-loops unless
+    they are kept, and the position of the first edge with an id outside
+    ``0..num_vertices-1`` (-1 when there is none; otherwise the edges are incomplete)."""
+    out = (np.empty(len(src), np.int32), np.empty(len(src), np.int32),
+           np.empty(len(wbits), np.uint32))
+    with _serial_if_small(len(src)):
+        kept, bad = _compact_edges(src, dst, wbits, num_vertices, keep_self_loops, *out)
+    return out[0][:kept], out[1][:kept], out[2][:kept], bad

@@ -5,12 +5,19 @@ The pipeline has three passes, each bounded by the host-memory budget:
 1. **Ids** (only when the vertex count is unknown): stream the input once, note which ids
    occur, and keep the parsed edges (in memory while they fit the budget, on disk past it)
    so text is parsed only once. Dense ids are kept; sparse or huge ids are relabelled.
-2. **Bucketing**: map ids, add reverse edges for ``symmetrize``, and scatter every edge
-   into a bucket by destination range (for CSC) and by source range (for CSR). Buckets
-   stay in memory when everything fits, else they are appended to temporary files.
-3. **Rows**: load consecutive buckets up to the budget, counting-sort them into rows,
-   drop self-loops and duplicates (keeping the minimum weight), and stream the rows into
-   fixed-size pages of the store.
+2. **Bucketing**: map ids, drop self-loops, add reverse edges for ``symmetrize``, and put
+   every edge into a bucket by source range. Everything stays in one bucket in memory when
+   it fits the budget; otherwise buckets are appended to temporary files.
+3. **Rows**, in sweeps over groups of buckets that fit the budget. Each sweep is a stable
+   counting sort by key; the rows come out sorted by neighbour when the edges went in
+   ordered by neighbour (see :mod:`partitioner.csx`), so no row is ever comparison-sorted:
+
+   a. order the edges by source (re-bucketed by destination range);
+   b. counting-sort by destination: CSC rows sorted by source. Drop duplicates (keeping
+      the minimum weight) and stream the rows into fixed-size pages of ``csc/``. For a
+      directed graph, re-bucket the rows by source range;
+   c. (directed only) counting-sort by source: CSR rows sorted by destination, into
+      pages of ``csr/``.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from partitioner.csx import build_rows
+from partitioner.csx import compact_edges, dedup_rows, expand_rows, partition, sort_by_key
 from partitioner.edges import EdgeChunk, EdgeSource
 from seraph import progress
 from seraph.errors import InputError, StoreError
@@ -36,10 +43,10 @@ from seraph.store import StoreAttrs, StoreWriter
 
 DEFAULT_PAGE_EDGES = 1 << 22
 MAX_VERTICES = (1 << 31) - 1  # csc/indices is int32
-# Peak bytes per edge while a group of buckets is being sorted into rows (keys, neighbours,
-# weights, the counting-sort copies, packed pairs and the gathered output).
-_SORT_BYTES_PER_EDGE = 48
-_RECORD = np.dtype([("k", "<i4"), ("o", "<i4"), ("w", "<f4")])
+_INT32_MAX = np.iinfo(np.int32).max
+#: Most buckets per sweep; more would mean many small appends to many files.
+_MAX_BUCKETS = 1024
+_NO_WEIGHTS = np.empty(0, np.uint32)  # an unweighted edge list's weight bits (see csx)
 
 
 def default_memory() -> int:
@@ -48,6 +55,16 @@ def default_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
     except (ValueError, OSError):
         return 4 << 30
+
+
+def _sweep_bytes(edges: int, keys: int, weighted: bool) -> int:
+    """Peak bytes of sorting ``edges`` edges over ``keys`` rows in one sweep of pass 3.
+
+    Per edge and int32 column: the loaded edges (sorted in place) and their partitioned
+    copy. Per row: the row offsets, here and in the whole-graph ``indptr``.
+    """
+    columns = 3 if weighted else 2
+    return edges * 8 * columns + keys * 16
 
 
 @dataclass
@@ -73,132 +90,314 @@ def _mark_ids(bits, ids):
 
 
 class _ChunkCache:
-    """Parsed chunks kept for the next pass: in memory up to a budget, then on disk."""
+    """Parsed chunks kept for the next pass: in memory up to a budget, then on disk.
+
+    Ids are stored as int32 when they fit. Iterating hands the chunks over (and frees
+    them), so the cache can be read once.
+    """
 
     def __init__(self, spill_dir: Path, budget: int):
         self.spill_dir, self.budget, self.used = spill_dir, budget, 0
         self.items: list[EdgeChunk | Path] = []
 
-    def add(self, chunk: EdgeChunk) -> None:
-        size = chunk.src.nbytes + chunk.dst.nbytes + (0 if chunk.weight is None
-                                                      else chunk.weight.nbytes)
+    def add(self, chunk: EdgeChunk, max_id: int) -> None:
+        # astype copies: the source may reuse its buffers for the next chunk.
+        dtype = np.int32 if max_id <= _INT32_MAX else np.int64
+        kept = EdgeChunk(chunk.src.astype(dtype), chunk.dst.astype(dtype),
+                         None if chunk.weight is None else chunk.weight.astype(np.float32))
+        size = kept.src.nbytes + kept.dst.nbytes + (0 if kept.weight is None
+                                                    else kept.weight.nbytes)
         if self.used + size <= self.budget:
-            self.items.append(EdgeChunk(chunk.src.copy(), chunk.dst.copy(),
-                                        None if chunk.weight is None else chunk.weight.copy()))
+            self.items.append(kept)
             self.used += size
             return
-        path = self.spill_dir / f"parsed-{len(self.items)}.npz"
-        arrays = {"src": chunk.src, "dst": chunk.dst}
-        if chunk.weight is not None:
-            arrays["weight"] = chunk.weight
-        np.savez(path, **arrays)
+        path = self.spill_dir / f"parsed-{len(self.items)}.npy"
+        with open(path, "wb") as f:
+            for a in (kept.src, kept.dst) + (() if kept.weight is None else (kept.weight,)):
+                np.save(f, a)
         self.items.append(path)
 
     def __iter__(self) -> Iterator[EdgeChunk]:
-        for item in self.items:
-            if isinstance(item, Path):
-                with np.load(item) as z:
-                    yield EdgeChunk(z["src"], z["dst"], z.get("weight"))
-            else:
+        while self.items:
+            item = self.items.pop(0)
+            if isinstance(item, EdgeChunk):
                 yield item
+                continue
+            with open(item, "rb") as f:
+                src, dst = np.load(f), np.load(f)
+                weight = np.load(f) if f.peek(1) else None
+            item.unlink()
+            yield EdgeChunk(src, dst, weight)
+
+
+@njit(cache=True)
+def _bitmap_ids(bits):
+    """The positions of the set bits of a bitmap, ascending."""
+    count = 0
+    for byte in bits:
+        for k in range(8):
+            count += (byte >> k) & 1
+    ids = np.empty(count, dtype=np.int64)
+    count = 0
+    for i in range(len(bits)):
+        if bits[i]:
+            for k in range(8):
+                if (bits[i] >> k) & 1:
+                    ids[count] = 8 * i + k
+                    count += 1
+    return ids
+
+
+class _IdSet:
+    """The distinct ids of the input: a bitmap while they fit a store's int32 ids, then a
+    sorted array, merged with the new ids in batches so that adding stays O(n log n)."""
+
+    def __init__(self) -> None:
+        self.bits: np.ndarray | None = np.zeros(0, dtype=np.uint8)
+        self.sorted = np.zeros(0, dtype=np.int64)
+        self.pending: list[np.ndarray] = []
+        self.max_id = -1
+
+    def add(self, ids: np.ndarray) -> None:
+        self.max_id = max(self.max_id, int(ids.max()))
+        if self.bits is not None and self.max_id > MAX_VERTICES:
+            self.sorted, self.bits = _bitmap_ids(self.bits), None
+        if self.bits is None:
+            self.pending.append(np.unique(ids))
+            if sum(map(len, self.pending)) > len(self.sorted):
+                self.ids()
+            return
+        need = (self.max_id >> 3) + 1
+        if need > len(self.bits):  # grow geometrically: ids usually rise chunk by chunk
+            grown = np.zeros(max(need, 2 * len(self.bits)), dtype=np.uint8)
+            grown[: len(self.bits)] = self.bits
+            self.bits = grown
+        _mark_ids(self.bits, ids)
+
+    def ids(self) -> np.ndarray:
+        """All ids seen, ascending."""
+        if self.bits is not None:
+            return _bitmap_ids(self.bits)
+        if self.pending:
+            self.sorted = np.unique(np.concatenate([self.sorted, *self.pending]))
+            self.pending = []
+        return self.sorted
 
 
 def scan_ids(source: EdgeSource, cache: _ChunkCache) -> tuple[IdSpace, int]:
     """Pass 1: decides the vertex numbering and caches the parsed edges."""
-    bits = np.zeros(0, dtype=np.uint8)
-    huge: np.ndarray | None = None  # sorted unique ids once some id exceeds int32
-    max_id, count = -1, 0
+    seen = _IdSet()
+    count = 0
     with progress.bar(source.num_edges_hint, "reading", "edges") as bar:
         for chunk in source.chunks():
-            cache.add(chunk)
             count += len(chunk)
             bar.update(len(chunk))
             if not len(chunk):
                 continue
-            max_id = max(max_id, int(chunk.src.max()), int(chunk.dst.max()))
-            if huge is None and max_id > MAX_VERTICES:
-                huge = _present_ids(bits)
-            if huge is not None:
-                huge = np.union1d(huge, np.concatenate([chunk.src, chunk.dst]))
-                continue
-            if (max_id >> 3) + 1 > len(bits):
-                bits = np.concatenate([bits, np.zeros(max(len(bits), (max_id >> 3) + 1 - len(bits)),
-                                                      np.uint8)])
-            _mark_ids(bits, chunk.src)
-            _mark_ids(bits, chunk.dst)
+            seen.add(chunk.src)
+            seen.add(chunk.dst)
+            cache.add(chunk, seen.max_id)
     if count == 0:
         raise InputError(f"{source.provenance.get('input', 'input')}: no edges found "
                          "(empty input)")
-    present = huge if huge is not None else _present_ids(bits)
-    if huge is None and 2 * len(present) >= max_id + 1:
-        return IdSpace(max_id + 1), count
+    present = seen.ids()
+    if seen.max_id <= MAX_VERTICES and 2 * len(present) >= seen.max_id + 1:
+        return IdSpace(seen.max_id + 1), count
     if len(present) > MAX_VERTICES:
         raise InputError(f"{len(present)} distinct vertex ids: more than the {MAX_VERTICES} "
                          "a store can hold")
-    progress.info(f"relabelling {len(present)} distinct ids (max id {max_id})")
-    return IdSpace(len(present), present.astype(np.int64)), count
-
-
-def _present_ids(bits: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.unpackbits(bits, bitorder="little")).astype(np.int64)
+    progress.info(f"relabelling {len(present)} distinct ids (max id {seen.max_id})")
+    return IdSpace(len(present), present), count
 
 
 # --------------------------------------------------------------------------------------
 # Pass 2: buckets
 # --------------------------------------------------------------------------------------
 class Buckets:
-    """Edges grouped by the vertex range of their key, in memory or in files."""
+    """Edges ``(key, other, wbits)`` grouped by the vertex range of their key.
 
-    def __init__(self, num_vertices: int, num_buckets: int, spill_dir: Path | None):
-        self.width = max(1, -(-num_vertices // num_buckets))
-        self.num_buckets = -(-num_vertices // self.width) if num_vertices else 1
+    In memory there is a single bucket: a list of int32 column arrays. Spilled, the keys
+    are cut into ranges of ``width`` (a power of two) vertices, each with one file per
+    column. Either way a bucket keeps its edges in the order they were added, which the
+    sweeps of pass 3 rely on.
+    """
+
+    def __init__(self, name: str, num_vertices: int, num_buckets: int, weighted: bool,
+                 spill_dir: Path | None):
+        self.name, self.num_vertices, self.weighted = name, num_vertices, weighted
+        self.shift = (max(1, -(-num_vertices // num_buckets)) - 1).bit_length()
+        self.width = 1 << self.shift
+        self.num_buckets = max(1, -(-num_vertices // self.width))
         self.spill_dir = spill_dir
-        self.memory: list[list[np.ndarray]] = [[] for _ in range(self.num_buckets)]
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.reserved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.filled = 0  # edges in the reservation
         self.sizes = np.zeros(self.num_buckets, dtype=np.int64)
 
-    def add(self, keys: np.ndarray, others: np.ndarray, weights: np.ndarray | None) -> None:
-        rec = np.empty(len(keys), dtype=_RECORD)
-        rec["k"], rec["o"] = keys, others
-        rec["w"] = 0 if weights is None else weights
-        if self.num_buckets == 1:
-            self._append(0, rec)
+    def like(self, name: str) -> Buckets:
+        """Empty buckets of the same geometry, for the next sweep."""
+        return Buckets(name, self.num_vertices, self.num_buckets, self.weighted,
+                       self.spill_dir)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.sizes.sum())
+
+    def reserve(self, edges: int) -> None:
+        """Preallocates the in-memory bucket for ``edges`` edges: chunks added are then
+        copied into it, instead of being kept for a concatenation that would need all the
+        memory twice."""
+        if self.spill_dir is None:
+            self.reserved = (np.empty(edges, np.int32), np.empty(edges, np.int32),
+                             np.empty(edges if self.weighted else 0, np.uint32))
+
+    def add(self, keys: np.ndarray, others: np.ndarray, wbits: np.ndarray) -> None:
+        """Adds edges. In memory, arrays that do not fit the reservation are kept, not
+        copied, so they must be fresh; the sweeps sort them in place."""
+        if self.spill_dir is None:
+            end = self.filled + len(keys)
+            if self.reserved is not None and not self.parts and end <= len(self.reserved[0]):
+                for column, data in zip(self.reserved, (keys, others, wbits), strict=True):
+                    column[self.filled:end] = data  # the empty wbits of unweighted edges too
+                self.filled = end
+            else:
+                self.parts.append((keys, others, wbits))
+            self.sizes[0] += len(keys)
             return
-        bucket = keys // self.width
-        order = np.argsort(bucket, kind="stable")
-        bounds = np.searchsorted(bucket[order], np.arange(self.num_buckets + 1))
-        rec = rec[order]
-        for b in np.flatnonzero(np.diff(bounds)):
-            self._append(int(b), rec[bounds[b]: bounds[b + 1]])
+        starts, *columns = partition(keys, others, wbits, 0, self.shift, self.num_buckets)
+        self.sizes += np.diff(starts)
+        for b in np.flatnonzero(np.diff(starts)):
+            for column, data in zip(self._columns(), columns, strict=False):
+                with open(self._file(b, column), "ab") as f:
+                    f.write(data[starts[b]: starts[b + 1]].data)
 
-    def _append(self, b: int, rec: np.ndarray) -> None:
-        self.sizes[b] += len(rec)
-        if self.spill_dir is None:
-            self.memory[b].append(rec)
-        else:
-            with open(self.spill_dir / f"bucket-{id(self)}-{b}", "ab") as f:
-                f.write(rec.data)
-
-    def load(self, b: int) -> np.ndarray:
-        if self.spill_dir is None:
-            parts, self.memory[b] = self.memory[b], []
-            return np.concatenate(parts) if parts else np.empty(0, _RECORD)
-        path = self.spill_dir / f"bucket-{id(self)}-{b}"
-        if not path.exists():
-            return np.empty(0, _RECORD)
-        rec = np.fromfile(path, dtype=_RECORD)
-        path.unlink()
-        return rec
-
-    def groups(self, capacity: int) -> Iterator[tuple[int, int]]:
-        """Runs of consecutive buckets whose edges fit ``capacity`` (at least one bucket)."""
+    def drain(self, budget: int) -> Iterator[tuple[int, int, tuple]]:
+        """Yields ``(lo, hi, (keys, others, wbits))`` for runs of consecutive buckets whose
+        sort fits ``budget`` (at least one bucket each): their edges, keys in [lo, hi).
+        Each run is removed from the buckets as it is yielded."""
         b = 0
         while b < self.num_buckets:
-            end, total = b + 1, int(self.sizes[b])
-            while end < self.num_buckets and total + self.sizes[end] <= capacity:
-                total += int(self.sizes[end])
+            end = b + 1
+            while end < self.num_buckets and _sweep_bytes(
+                    int(self.sizes[b:end + 1].sum()), (end + 1 - b) * self.width,
+                    self.weighted) <= budget:
                 end += 1
-            yield b, end
+            lo, hi = b * self.width, min(self.num_vertices, end * self.width)
+            yield lo, hi, self._load(b, end)
             b = end
+
+    def _load(self, first: int, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.spill_dir is None:
+            parts, self.parts = self.parts, []
+            if self.reserved is not None:
+                parts.insert(0, tuple(column[:self.filled] for column in self.reserved))
+                self.reserved, self.filled = None, 0
+            if not parts:
+                return np.empty(0, np.int32), np.empty(0, np.int32), _NO_WEIGHTS
+            if len(parts) == 1:
+                return parts[0]
+            keys, others, wbits = (np.concatenate(column) for column in zip(*parts, strict=True))
+            return keys, others, wbits
+        total = int(self.sizes[first:end].sum())
+        columns = [np.empty(total, np.int32), np.empty(total, np.int32),
+                   np.empty(total, np.uint32) if self.weighted else _NO_WEIGHTS]
+        for column, data in zip(self._columns(), columns, strict=False):
+            pos = 0
+            for b in range(first, end):
+                size = int(self.sizes[b])
+                if size:
+                    path = self._file(b, column)
+                    with open(path, "rb") as f:
+                        f.readinto(memoryview(data[pos: pos + size]).cast("B"))
+                    path.unlink()
+                    pos += size
+        keys, others, wbits = columns
+        return keys, others, wbits
+
+    def _columns(self) -> tuple[str, ...]:
+        return ("keys", "others", "wbits") if self.weighted else ("keys", "others")
+
+    def _file(self, b: int, column: str) -> Path:
+        assert self.spill_dir is not None
+        return self.spill_dir / f"{self.name}-{b}.{column}"
+
+
+def _bucket(source: EdgeSource, options: Options, spill: Path
+            ) -> tuple[StoreAttrs, IdSpace, Buckets]:
+    """Passes 1 and 2: the id space, and every edge in its bucket by source range."""
+    memory = options.budget()
+    symmetrize = options.symmetrize and not source.symmetric
+    symmetric = source.symmetric or options.symmetrize
+    weighted = source.weighted or options.random_weights is not None
+    if source.num_vertices is None:
+        cache = _ChunkCache(spill, memory // 3)
+        ids, input_edges = scan_ids(source, cache)
+        chunks: Iterator[EdgeChunk] = iter(cache)
+    else:
+        if source.num_vertices > MAX_VERTICES:
+            raise InputError(f"{source.num_vertices} vertices: more than the {MAX_VERTICES} "
+                             "a store can hold")
+        ids, input_edges = IdSpace(source.num_vertices), source.num_edges_hint
+        chunks = source.chunks()
+    n = ids.num_vertices
+
+    # Keep everything in one bucket in memory when a sweep over all of it fits the budget;
+    # otherwise cut the vertices into enough buckets that a few of them fit.
+    expected = (input_edges or 0) * (2 if symmetrize else 1)
+    need = _sweep_bytes(expected, n, weighted)
+    num_buckets = 1 if need <= memory else min(_MAX_BUCKETS, 4 * -(-need // memory))
+    by_source = Buckets("by-source", n, num_buckets, weighted,
+                        None if num_buckets == 1 else spill)
+    by_source.reserve(expected)
+    total = loops = 0
+    with progress.bar(input_edges, "bucketing", "edges") as bar:
+        for chunk in chunks:
+            src, dst, wbits, dropped = _checked_edges(chunk, ids, source, options)
+            loops += dropped
+            if symmetrize:
+                # A self-loop's reverse is itself: adding it would only make a duplicate.
+                rev = src != dst if options.keep_self_loops else slice(None)
+                src, dst = np.concatenate([src, dst[rev]]), np.concatenate([dst, src[rev]])
+                if weighted:
+                    wbits = np.concatenate([wbits, wbits[rev]])
+            by_source.add(src, dst, wbits)
+            total += len(chunk)
+            bar.update(len(chunk))
+    if total == 0 and source.num_vertices is None:
+        raise InputError(f"{source.provenance.get('input', 'input')}: no edges found "
+                         "(empty input)")
+    attrs = StoreAttrs(num_vertices=n, num_edges=0, directed=not symmetric,
+                       symmetric=symmetric, weighted=weighted, page_edges=options.page_edges,
+                       num_pages=0, compression="blosc-lz4" if options.compress else None,
+                       relabelled=ids.original_ids is not None,
+                       weight_dtype="float32" if weighted else None, self_loops_removed=loops,
+                       source=_provenance(source, input_edges=total, symmetrize=symmetrize,
+                                          random_weights=options.random_weights,
+                                          weight_seed=None if options.random_weights is None
+                                          else options.seed))
+    return attrs, ids, by_source
+
+
+def _checked_edges(chunk: EdgeChunk, ids: IdSpace, source: EdgeSource, options: Options
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """A chunk as fresh int32 ``(src, dst, wbits)`` in the final numbering, without
+    self-loops unless they are kept; also returns the number of self-loops dropped."""
+    src, dst = ids.map(chunk.src), ids.map(chunk.dst)
+    weighted = chunk.weight is not None and options.random_weights is None
+    wbits = (np.ascontiguousarray(chunk.weight, np.float32).view(np.uint32) if weighted
+             else _NO_WEIGHTS)
+    src, dst, wbits, bad = compact_edges(src, dst, wbits, ids.num_vertices,
+                                         options.keep_self_loops)
+    if bad >= 0:
+        vid = chunk.dst[bad] if 0 <= chunk.src[bad] < ids.num_vertices else chunk.src[bad]
+        raise InputError(f"{source.provenance.get('input', 'input')}: vertex id {vid} is out "
+                         f"of range for {ids.num_vertices} vertices")
+    if options.random_weights is not None:
+        from partitioner.weights import hash_weights
+
+        lo, hi = options.random_weights
+        wbits = hash_weights(src, dst, lo, hi, options.seed).view(np.uint32)
+    return src, dst, wbits, len(chunk) - len(src)
 
 
 # --------------------------------------------------------------------------------------
@@ -214,28 +413,34 @@ class PagedArrays:
         self.sink, self.prefix, self.pe = sink, prefix, page_edges
         sink.create_paged(prefix, upper, weighted)
         self.idx_buf = np.empty(page_edges, np.int32)
-        self.w_buf = np.empty(page_edges, np.float32) if weighted else None
+        self.w_buf = np.empty(page_edges, np.uint32) if weighted else None
         self.fill, self.page = 0, 0
 
-    def append(self, idx: np.ndarray, w: np.ndarray | None) -> None:
+    def append(self, idx: np.ndarray, wbits: np.ndarray) -> None:
         pos = 0
         while pos < len(idx):
             take = min(self.pe - self.fill, len(idx) - pos)
-            self.idx_buf[self.fill: self.fill + take] = idx[pos: pos + take]
-            if self.w_buf is not None:
-                self.w_buf[self.fill: self.fill + take] = w[pos: pos + take]
-            self.fill += take
+            if self.fill == 0 and take == self.pe:  # a whole page: no need to buffer it
+                self._write(idx[pos: pos + take], wbits[pos: pos + take])
+            else:
+                self.idx_buf[self.fill: self.fill + take] = idx[pos: pos + take]
+                if self.w_buf is not None:
+                    self.w_buf[self.fill: self.fill + take] = wbits[pos: pos + take]
+                self.fill += take
+                if self.fill == self.pe:
+                    self.flush()
             pos += take
-            if self.fill == self.pe:
-                self.flush()
 
     def flush(self) -> None:
-        if self.fill == 0:
-            return
-        self.sink.write_page(self.prefix, self.page, self.idx_buf[: self.fill],
-                             None if self.w_buf is None else self.w_buf[: self.fill])
+        if self.fill:
+            self._write(self.idx_buf[: self.fill],
+                        None if self.w_buf is None else self.w_buf[: self.fill])
+            self.fill = 0
+
+    def _write(self, idx: np.ndarray, wbits: np.ndarray | None) -> None:
+        weights = None if self.w_buf is None else wbits.view(np.float32)
+        self.sink.write_page(self.prefix, self.page, idx, weights)
         self.page += 1
-        self.fill = 0
 
 
 class Sink:
@@ -311,28 +516,35 @@ class MemorySink(Sink):
         self.arrays[name] = data
 
 
-def _rows_to_pages(buckets: Buckets, capacity: int, num_vertices: int, out: PagedArrays,
-                   opts: dict, desc: str) -> tuple[np.ndarray, int, int]:
-    """Pass 3 for one orientation; returns (indptr, self-loops removed, duplicates removed)."""
-    degrees = np.zeros(num_vertices, dtype=np.int64)
-    loops = dups = 0
-    with progress.bar(int(buckets.sizes.sum()), desc, "edges") as bar:
-        for first, end in buckets.groups(capacity):
-            rec = np.concatenate([buckets.load(b) for b in range(first, end)])
-            lo = first * buckets.width
-            hi = min(num_vertices, end * buckets.width)
-            weights = rec["w"] if out.w_buf is not None else None
-            deg, idx, w, nl, nd = build_rows(rec["k"], rec["o"], weights, lo, hi - lo, **opts)
-            del rec
-            degrees[lo:hi] = deg
-            out.append(idx, w)
-            loops += nl
-            dups += nd
-            bar.update(len(idx) + nl + nd)
-    out.flush()
-    indptr = np.zeros(num_vertices + 1, dtype=np.int64)
-    np.cumsum(degrees, out=indptr[1:])
-    return indptr, loops, dups
+def _sweep(buckets: Buckets, budget: int, desc: str, *, dedup: bool = False,
+           pages: PagedArrays | None = None, then: Buckets | None = None
+           ) -> tuple[np.ndarray, int]:
+    """One sweep of pass 3: counting-sorts each group of buckets into rows by key.
+
+    With ``dedup`` repeated neighbours are dropped (rows must come out sorted); with
+    ``pages`` the rows are written out; with ``then`` the edges are added to those buckets,
+    keyed by their neighbour, in row order. Returns the row offsets over all vertices and
+    the number of duplicates dropped.
+    """
+    indptr = np.zeros(buckets.num_vertices + 1, dtype=np.int64)
+    duplicates = 0
+    with progress.bar(buckets.num_edges, desc, "edges") as bar:
+        for lo, hi, (keys, others, wbits) in buckets.drain(budget):
+            rows = sort_by_key(keys, others, wbits, lo, hi - lo)  # others, wbits in place
+            bar.update(len(others))
+            if dedup:
+                kept = dedup_rows(rows, others, wbits)
+                duplicates += len(others) - kept
+                keys, others, wbits = keys[:kept], others[:kept], wbits[:kept]
+            indptr[lo + 1: hi + 1] = rows[1:] + indptr[lo]
+            if pages is not None:
+                pages.append(others, wbits)
+            if then is not None:
+                expand_rows(rows, lo, out=keys)  # the keys are spent: reuse their memory
+                then.add(others, keys, wbits)
+    if pages is not None:
+        pages.flush()
+    return indptr, duplicates
 
 
 def page_bounds(indptr: np.ndarray, num_edges: int, page_edges: int) -> tuple[np.ndarray,
@@ -343,6 +555,37 @@ def page_bounds(indptr: np.ndarray, num_edges: int, page_edges: int) -> tuple[np
     first = np.searchsorted(indptr, starts, side="right") - 1
     last = np.searchsorted(indptr, ends, side="right") - 1
     return first.astype(np.int64), last.astype(np.int64)
+
+
+def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
+               options: Options) -> None:
+    """Pass 3: the sweeps into pages, then the per-vertex and per-page arrays; fills
+    ``attrs``."""
+    budget = options.budget()
+    pe, upper = attrs.page_edges, by_source.num_edges
+    by_destination = by_source.like("by-destination")
+    _sweep(by_source, budget, "ordering by source", then=by_destination)
+
+    csr_input = None if attrs.symmetric else by_source.like("by-source-sorted")
+    indptr, duplicates = _sweep(by_destination, budget, "sorting CSC",
+                                dedup=not options.keep_duplicates,
+                                pages=PagedArrays(sink, "csc", upper, attrs.weighted, pe),
+                                then=csr_input)
+    m = int(indptr[-1])
+    sink.finish_paged("csc", m)
+    sink.write_array("csc/indptr", indptr)
+    if csr_input is not None:
+        pages = PagedArrays(sink, "csr", m, attrs.weighted, pe)
+        rindptr, _ = _sweep(csr_input, budget, "sorting CSR", pages=pages)
+        sink.finish_paged("csr", m)
+        sink.write_array("csr/indptr", rindptr)
+    first, last = page_bounds(indptr, m, pe)
+    sink.write_array("pages/first_vertex", first)
+    sink.write_array("pages/last_vertex", last)
+    if ids.original_ids is not None:
+        sink.write_array("vertices/original_id", ids.original_ids)
+    attrs.num_edges, attrs.num_pages = m, len(first)
+    attrs.duplicates_removed = duplicates
 
 
 # --------------------------------------------------------------------------------------
@@ -369,6 +612,10 @@ class Options:
             raise InputError(f"memory budget of {self.memory} bytes is too small "
                              "(at least 1 MiB)")
 
+    def budget(self) -> int:
+        """The host-memory budget in bytes."""
+        return default_memory() if self.memory is None else int(self.memory)
+
 
 def write_store(source: EdgeSource, output: str | os.PathLike, options: Options | None = None,
                 *, force: bool = False, command: str | None = None) -> Path:
@@ -385,10 +632,10 @@ def write_store(source: EdgeSource, output: str | os.PathLike, options: Options 
     try:
         with tempfile.TemporaryDirectory(prefix=f".{output.name}.spill-",
                                          dir=output.parent) as spill:
-            attrs, ids, csc, csr = _bucket(source, options, Path(spill))
+            attrs, ids, by_source = _bucket(source, options, Path(spill))
             with StoreWriter(output, attrs, force=force) as writer:
                 attrs.source["command"] = command or " ".join(sys.argv)
-                _emit_rows(StoreSink(writer), attrs, ids, csc, csr, options)
+                _emit_rows(StoreSink(writer), attrs, ids, by_source, options)
                 writer.group.attrs.update(asdict(attrs))
                 path = writer.commit(replace=force)
     except OSError as e:
@@ -408,113 +655,11 @@ def build_in_memory(source: EdgeSource, options: Options | None = None
     options = options or Options()
     options.check()
     with tempfile.TemporaryDirectory(prefix="seraph-spill-") as spill:
-        attrs, ids, csc, csr = _bucket(source, options, Path(spill))
+        attrs, ids, by_source = _bucket(source, options, Path(spill))
         sink = MemorySink()
-        _emit_rows(sink, attrs, ids, csc, csr, options)
+        _emit_rows(sink, attrs, ids, by_source, options)
     attrs.complete = True
     return attrs, sink.arrays
-
-
-def _bucket(source: EdgeSource, options: Options, spill: Path
-            ) -> tuple[StoreAttrs, IdSpace, Buckets, Buckets | None]:
-    """Passes 1 and 2: the id space, and every edge in its CSC (and CSR) bucket."""
-    memory = default_memory() if options.memory is None else int(options.memory)
-    symmetrize = options.symmetrize and not source.symmetric
-    symmetric = source.symmetric or options.symmetrize
-    weighted = source.weighted or options.random_weights is not None
-    if source.num_vertices is None:
-        cache = _ChunkCache(spill, memory // 3)
-        ids, input_edges = scan_ids(source, cache)
-        chunks: Iterator[EdgeChunk] = iter(cache)
-    else:
-        if source.num_vertices > MAX_VERTICES:
-            raise InputError(f"{source.num_vertices} vertices: more than the {MAX_VERTICES} "
-                             "a store can hold")
-        ids, input_edges = IdSpace(source.num_vertices), source.num_edges_hint
-        chunks = source.chunks()
-    n = ids.num_vertices
-
-    # Size buckets so that a group of them sorts within the budget; keep them in memory
-    # when all of them, plus one sort, fit.
-    expected = (input_edges or 0) * (2 if symmetrize else 1)
-    in_memory = expected * (_RECORD.itemsize * (1 if symmetric else 2)
-                            + _SORT_BYTES_PER_EDGE) <= memory
-    num_buckets = 1 if in_memory else min(4096, max(2, 4 * -(-expected // _capacity(memory))))
-    spill_dir = None if in_memory else spill
-    csc = Buckets(n, num_buckets, spill_dir)
-    csr = None if symmetric else Buckets(n, num_buckets, spill_dir)
-    total = 0
-    with progress.bar(input_edges, "bucketing", "edges") as bar:
-        for chunk in chunks:
-            src, dst = ids.map(chunk.src), ids.map(chunk.dst)
-            if source.num_vertices is not None and len(src):
-                _check_range(src, dst, n, source)
-            w = chunk.weight
-            if options.random_weights is not None:
-                from partitioner.weights import hash_weights
-
-                lo, hi = options.random_weights
-                w = hash_weights(src, dst, lo, hi, options.seed)
-            if symmetrize:
-                # A self-loop's reverse is itself: adding it would only make a duplicate.
-                rev = src != dst
-                src, dst = np.concatenate([src, dst[rev]]), np.concatenate([dst, src[rev]])
-                if w is not None:
-                    w = np.concatenate([w, w[rev]])
-            total += len(chunk)
-            csc.add(dst, src, w)
-            if csr is not None:
-                csr.add(src, dst, w)
-            bar.update(len(chunk))
-    if total == 0 and source.num_vertices is None:
-        raise InputError(f"{source.provenance.get('input', 'input')}: no edges found "
-                         "(empty input)")
-    attrs = StoreAttrs(num_vertices=n, num_edges=0, directed=not symmetric,
-                       symmetric=symmetric, weighted=weighted, page_edges=options.page_edges,
-                       num_pages=0, compression="blosc-lz4" if options.compress else None,
-                       relabelled=ids.original_ids is not None,
-                       weight_dtype="float32" if weighted else None,
-                       source=_provenance(source, input_edges=total, symmetrize=symmetrize,
-                                          random_weights=options.random_weights,
-                                          seed=options.seed))
-    return attrs, ids, csc, csr
-
-
-def _capacity(memory: int) -> int:
-    return max(1, memory // _SORT_BYTES_PER_EDGE)
-
-
-def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, csc: Buckets,
-               csr: Buckets | None, options: Options) -> None:
-    """Pass 3: rows into pages, then the per-vertex and per-page arrays; fills ``attrs``."""
-    memory = default_memory() if options.memory is None else int(options.memory)
-    opts = {"keep_duplicates": options.keep_duplicates,
-            "keep_self_loops": options.keep_self_loops}
-    n, pe, upper = attrs.num_vertices, attrs.page_edges, int(csc.sizes.sum())
-    pages = PagedArrays(sink, "csc", upper, attrs.weighted, pe)
-    indptr, loops, dups = _rows_to_pages(csc, _capacity(memory), n, pages, opts, "sorting CSC")
-    m = int(indptr[-1])
-    sink.finish_paged("csc", m)
-    sink.write_array("csc/indptr", indptr)
-    if csr is not None:
-        rpages = PagedArrays(sink, "csr", upper, attrs.weighted, pe)
-        rindptr, _, _ = _rows_to_pages(csr, _capacity(memory), n, rpages, opts, "sorting CSR")
-        sink.finish_paged("csr", m)
-        sink.write_array("csr/indptr", rindptr)
-    first, last = page_bounds(indptr, m, pe)
-    sink.write_array("pages/first_vertex", first)
-    sink.write_array("pages/last_vertex", last)
-    if ids.original_ids is not None:
-        sink.write_array("vertices/original_id", ids.original_ids)
-    attrs.num_edges, attrs.num_pages = m, len(first)
-    attrs.self_loops_removed, attrs.duplicates_removed = loops, dups
-
-
-def _check_range(src: np.ndarray, dst: np.ndarray, n: int, source: EdgeSource) -> None:
-    hi = max(int(src.max()), int(dst.max()))
-    if hi >= n or min(int(src.min()), int(dst.min())) < 0:
-        raise InputError(f"{source.provenance.get('input', 'input')}: vertex id {hi} is out "
-                         f"of range for {n} vertices")
 
 
 def _provenance(source: EdgeSource, **extra) -> dict:

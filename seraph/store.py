@@ -23,6 +23,8 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Collection
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,10 @@ class StoreWriter:
     ``complete=false``, so a crash, Ctrl-C or full disk never leaves a store that opens as
     valid. Use as a context manager: leaving the block with an exception removes the
     temporary directory.
+
+    Chunk files are fsynced by a background thread as soon as they are written, so the
+    disk catches up while the next pages are computed and :meth:`commit` waits only for
+    the last of them.
     """
 
     def __init__(self, path: str | os.PathLike, attrs: StoreAttrs, *, force: bool = False):
@@ -92,8 +98,14 @@ class StoreWriter:
         self.attrs = attrs
         self.tmp = self.path.with_name(f"{self.path.name}.tmp-{uuid.uuid4().hex[:8]}")
         self.tmp.mkdir(parents=True)
-        self.group = zarr.open_group(LocalStore(self.tmp), mode="w")
-        self.group.attrs.update(asdict(attrs))
+        self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-fsync")
+        self._fsyncs: list[Future] = []
+        try:
+            self.group = zarr.open_group(LocalStore(self.tmp), mode="w")
+            self.group.attrs.update(asdict(attrs))
+        except BaseException:
+            self.abort()
+            raise
         self._raw = attrs.compression is None
 
     # -- arrays ---------------------------------------------------------------------------
@@ -105,44 +117,49 @@ class StoreWriter:
     def write_array(self, name: str, data: np.ndarray, chunk: int = VERTEX_CHUNK) -> None:
         """Writes a whole (per-vertex or per-page) array."""
         arr = self.create(name, len(data), data.dtype.str, min(chunk, max(1, len(data))))
-        if len(data):
-            arr[:] = data
+        for index, start in enumerate(range(0, len(data), arr.chunks[0])):
+            self.write_chunk(arr, name, index, data[start: start + arr.chunks[0]])
 
     def write_chunk(self, arr: zarr.Array, name: str, index: int, data: np.ndarray) -> None:
-        """Writes chunk ``index`` of a paged array; ``data`` may be shorter only for the last."""
+        """Writes chunk ``index`` of an array; ``data`` may be shorter only for the last."""
         chunk = arr.chunks[0]
-        if self._raw:
-            # The uncompressed chunk is exactly the little-endian bytes, padded to full size
-            # like zarr pads edge chunks; writing it ourselves avoids zarr's copies.
-            buf = np.zeros(chunk, dtype=arr.dtype) if len(data) < chunk else data
-            if len(data) < chunk:
-                buf[: len(data)] = data
-            target = _chunk_file(self.tmp, name, index)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(np.ascontiguousarray(buf, dtype=arr.dtype.newbyteorder("<")).data)
-        else:
+        if not self._raw:
             arr[index * chunk: index * chunk + len(data)] = data
+            return
+        # The uncompressed chunk is exactly the little-endian bytes, padded to full size
+        # like zarr pads edge chunks; writing it ourselves avoids zarr's copies.
+        buf = np.ascontiguousarray(data, dtype=arr.dtype.newbyteorder("<"))
+        target = _chunk_file(self.tmp, name, index)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(buf.data)
+            if len(buf) < chunk:
+                f.write(bytes((chunk - len(buf)) * buf.itemsize))
+        self._fsyncs.append(self._syncer.submit(_fsync, target))
 
     # -- finishing ------------------------------------------------------------------------
     def commit(self, replace: bool = False) -> Path:
-        """Marks the store complete, syncs it to disk and renames it into place."""
+        """Syncs the store to disk, marks it complete and renames it into place."""
+        # result() raises the error of a failed fsync (a full disk, say).
+        synced = {str(done.result()) for done in self._fsyncs}
         self.attrs.complete = True
-        self.group.attrs.update({"complete": True})
-        _fsync_tree(self.tmp)
+        self.group.attrs.update(asdict(self.attrs))
+        _fsync_tree(self.tmp, skip=synced)
         if self.path.exists():
             if not replace:
                 raise StoreError(f"{self.path} appeared while it was being written")
             trash = self.path.with_name(f"{self.path.name}.old-{uuid.uuid4().hex[:8]}")
             os.rename(self.path, trash)
             os.rename(self.tmp, self.path)
-            shutil.rmtree(trash, ignore_errors=True)
+            _remove(trash)
         else:
             os.rename(self.tmp, self.path)
-        _fsync_dir(self.path.parent)
+        _fsync(self.path.parent)
+        self._syncer.shutdown()
         return self.path
 
     def abort(self) -> None:
+        self._syncer.shutdown(cancel_futures=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> StoreWriter:
@@ -153,23 +170,31 @@ class StoreWriter:
             self.abort()
 
 
-def _fsync_dir(path: Path) -> None:
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _fsync(path: str | os.PathLike) -> str | os.PathLike:
+    """fsyncs a file or directory; returns its path."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return path
 
 
-def _fsync_tree(root: Path) -> None:
+def _fsync_tree(root: Path, skip: Collection[str] = ()) -> None:
+    """fsyncs every file (except those in ``skip``) and directory under ``root``."""
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(dirpath))
+            path = os.path.join(dirpath, name)
+            if path not in skip:
+                _fsync(path)
+        _fsync(dirpath)
 
 
 class Store:

@@ -1,0 +1,310 @@
+"""The store format: atomic writes, and validation with clear messages when a store is opened.
+
+A write that fails part-way (full disk, Ctrl-C, a failed fsync) must leave neither a store
+nor a temporary directory behind, and a forced rewrite that fails must keep the old store.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from partitioner.edges import EdgeChunk, EdgeSource
+from partitioner.readers import edges_from_arrays
+from partitioner.writer import Options, write_store
+from seraph import store as store_module
+from seraph.errors import StoreError
+from seraph.graph import Graph
+from seraph.store import Store, StoreWriter
+
+SRC = np.array([0, 1, 2, 3, 4, 5, 6, 7, 0, 2, 4])
+DST = np.array([1, 2, 3, 4, 5, 6, 7, 0, 4, 6, 0])
+W = np.arange(len(SRC), dtype=np.float32)
+
+
+def make_store(path: Path, force: bool = False, **options) -> Path:
+    """A weighted directed store of 11 edges in 3 pages of 4."""
+    opts = {"page_edges": 4, **options}
+    return write_store(edges_from_arrays(SRC, DST, W), path, Options(**opts), force=force)
+
+
+@pytest.fixture
+def good(tmp_path) -> Path:
+    return make_store(tmp_path / "g.zarr")
+
+
+def leftovers(directory: Path) -> list[str]:
+    """Temporary stores or spill directories left in ``directory``."""
+    return sorted(p.name for p in directory.iterdir() if ".tmp-" in p.name
+                  or ".spill-" in p.name or ".old-" in p.name)
+
+
+def set_attr(path: Path, **changes) -> None:
+    meta = path / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["attributes"].update(changes)
+    meta.write_text(json.dumps(doc))
+
+
+# --------------------------------------------------------------------------- atomic writes
+class Boom(Exception):
+    pass
+
+
+def fail_on_call(fn, n: int, exc: BaseException):
+    """``fn`` that raises ``exc`` on its n-th call."""
+    calls = {"n": 0}
+
+    def wrapped(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise exc
+        return fn(*args, **kwargs)
+
+    return wrapped
+
+
+@pytest.mark.parametrize("call", [1, 3])
+def test_disk_full_mid_write_leaves_nothing(tmp_path, monkeypatch, call):
+    enospc = OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(StoreWriter, "write_chunk",
+                        fail_on_call(StoreWriter.write_chunk, call, enospc))
+    with pytest.raises(StoreError, match="disk full while writing .*g.zarr"):
+        make_store(tmp_path / "g.zarr")
+    assert not (tmp_path / "g.zarr").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_disk_full_while_spilling_parsed_edges(tmp_path, monkeypatch):
+    # A 1 MiB budget makes pass 1 spill its parsed chunks with np.save.
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 10**6, 60_000), rng.integers(0, 10**6, 60_000)
+    monkeypatch.setattr(np, "save", fail_on_call(np.save, 1, OSError(errno.ENOSPC, "full")))
+    with pytest.raises(StoreError, match="disk full"):
+        write_store(edges_from_arrays(src, dst), tmp_path / "g.zarr", Options(memory=1 << 20))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_interrupt_mid_write_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(StoreWriter, "write_chunk",
+                        fail_on_call(StoreWriter.write_chunk, 2, KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        make_store(tmp_path / "g.zarr")
+    assert not (tmp_path / "g.zarr").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_interrupt_while_reading_leaves_nothing(tmp_path):
+    def chunks():
+        yield EdgeChunk(np.arange(1000) % 7, np.arange(1000) % 5)
+        raise KeyboardInterrupt
+
+    source = EdgeSource(chunks=chunks, weighted=False)  # unknown size: pass 1 reads
+    with pytest.raises(KeyboardInterrupt):
+        write_store(source, tmp_path / "g.zarr", Options(memory=1 << 20))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_failed_fsync_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "_fsync",
+                        fail_on_call(store_module._fsync, 2, OSError(errno.EIO, "I/O error")))
+    with pytest.raises(StoreError, match="writing .*g.zarr failed: .*I/O error"):
+        make_store(tmp_path / "g.zarr")
+    assert not (tmp_path / "g.zarr").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_existing_output_is_refused_unless_forced(tmp_path, good):
+    before = {p.name: p.stat().st_mtime_ns for p in good.rglob("*")}
+    with pytest.raises(StoreError, match="already exists.*force"):
+        make_store(good)
+    assert {p.name: p.stat().st_mtime_ns for p in good.rglob("*")} == before
+    replaced = make_store(good, force=True, symmetrize=True)
+    assert Store(replaced).attrs.symmetric
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_forced_write_keeps_the_old_store(tmp_path, monkeypatch, good):
+    monkeypatch.setattr(StoreWriter, "write_chunk",
+                        fail_on_call(StoreWriter.write_chunk, 2, OSError(errno.ENOSPC, "full")))
+    with pytest.raises(StoreError, match="disk full"):
+        make_store(good, force=True, symmetrize=True)
+    assert not Store(good).attrs.symmetric  # still the old, valid store
+    assert leftovers(tmp_path) == []
+
+
+def test_force_replaces_a_plain_file(tmp_path):
+    target = tmp_path / "g.zarr"
+    target.write_text("not a store")
+    make_store(target, force=True)
+    assert Store(target).attrs.num_edges == len(SRC)
+    assert leftovers(tmp_path) == []
+
+
+def test_writer_context_removes_its_directory(tmp_path, good):
+    attrs = Store(good).attrs
+    with pytest.raises(Boom), StoreWriter(tmp_path / "new.zarr", attrs) as writer:
+        writer.write_array("csc/indptr", np.zeros(3, np.int64))
+        raise Boom
+    assert list(tmp_path.iterdir()) == [good]
+
+
+def test_commit_refuses_an_output_that_appeared(tmp_path, good):
+    attrs = Store(good).attrs
+    with pytest.raises(StoreError, match="appeared"), StoreWriter(tmp_path / "x.zarr",
+                                                                 attrs) as writer:
+        (tmp_path / "x.zarr").mkdir()
+        writer.commit()
+    assert leftovers(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- validation
+def test_valid_store_opens(good):
+    store = Store(good)
+    a = store.attrs
+    assert a.complete and a.format == "seraph-graph" and a.version == 1
+    assert (a.num_vertices, a.num_edges, a.num_pages, a.page_edges) == (8, 11, 3, 4)
+
+
+def test_missing_store(tmp_path):
+    with pytest.raises(StoreError, match="no such store"):
+        Store(tmp_path / "nothing.zarr")
+
+
+def test_missing_zarr_json(good):
+    (good / "zarr.json").unlink()
+    with pytest.raises(StoreError, match=r"no zarr.json.*seraph preprocess"):
+        Store(good)
+
+
+def test_unreadable_zarr_json(good):
+    (good / "zarr.json").write_text("{not json")
+    with pytest.raises(StoreError, match="unreadable zarr.json"):
+        Store(good)
+
+
+def test_wrong_format(good):
+    set_attr(good, format="something-else")
+    with pytest.raises(StoreError, match="not a Seraph graph store.*something-else"):
+        Store(good)
+
+
+def test_newer_version_names_both_versions(good):
+    set_attr(good, version=2)
+    with pytest.raises(StoreError, match=r"version 2 is newer.*\(version 1\).*upgrade"):
+        Store(good)
+
+
+def test_incomplete_store(good):
+    set_attr(good, complete=False)
+    with pytest.raises(StoreError, match="incomplete"):
+        Store(good)
+    with pytest.raises(StoreError, match="incomplete"):
+        Graph.open(good)
+
+
+def test_missing_attribute(good):
+    doc = json.loads((good / "zarr.json").read_text())
+    del doc["attributes"]["num_edges"]
+    (good / "zarr.json").write_text(json.dumps(doc))
+    with pytest.raises(StoreError, match="attributes are incomplete"):
+        Store(good)
+
+
+@pytest.mark.parametrize("name", ["csc/indptr", "csc/indices", "csc/weights", "csr/indptr",
+                                  "pages/first_vertex"])
+def test_missing_array(good, name):
+    shutil.rmtree(good / name)
+    with pytest.raises(StoreError, match=f"missing array '{name}'"):
+        Store(good)
+
+
+def test_wrong_shape(good):
+    set_attr(good, num_vertices=9)
+    with pytest.raises(StoreError, match=r"'csc/indptr' has shape \(9,\).*expected \(10,\)"):
+        Store(good)
+
+
+def test_wrong_dtype(good):
+    group = zarr.open_group(good, mode="r+")
+    del group["csc/indices"]
+    group.create_array("csc/indices", shape=(11,), chunks=(4,), dtype="int64")
+    with pytest.raises(StoreError, match="'csc/indices' has .*dtype int64, expected .*int32"):
+        Store(good)
+
+
+def test_pages_that_are_not_chunks(good):
+    group = zarr.open_group(good, mode="r+")
+    del group["csc/weights"]
+    group.create_array("csc/weights", shape=(11,), chunks=(8,), dtype="float32")
+    with pytest.raises(StoreError, match="chunks .* are not pages of 4 edges"):
+        Store(good)
+
+
+def test_page_count_mismatch(good):
+    set_attr(good, num_pages=4)
+    with pytest.raises(StoreError, match="num_pages=4 does not match"):
+        Store(good)
+
+
+def test_last_indptr_must_equal_num_edges(good):
+    chunk = good / "csr/indptr/c/0"  # uncompressed: the raw little-endian int64s
+    indptr = np.fromfile(chunk, "<i8")
+    indptr[-1] -= 1
+    indptr.tofile(chunk)
+    with pytest.raises(StoreError, match="csr/indptr ends at 10 but num_edges is 11"):
+        Store(good)
+
+
+def test_truncated_page_file(good):
+    page = good / "csc/indices/c/1"
+    page.write_bytes(page.read_bytes()[:10])
+    with pytest.raises(StoreError, match=r"page file csc/indices/c/1 is 10 bytes, expected 16"):
+        Store(good)
+
+
+def test_missing_page_file(good):
+    (good / "csc/weights/c/2").unlink()
+    with pytest.raises(StoreError, match="page file csc/weights/c/2 is missing"):
+        Store(good)
+
+
+def test_page_truncated_after_opening(good):
+    store = Store(good)
+    page = good / "csc/indices/c/0"
+    page.write_bytes(page.read_bytes()[:4])
+    with pytest.raises(StoreError, match="csc/indices/c/0 is truncated"):
+        store.read_chunk_into("csc/indices", 0, np.empty(4, np.int32))
+
+
+# --------------------------------------------------------------------------- reading
+def test_raw_page_reads_match_zarr(good):
+    store = Store(good)
+    group = zarr.open_group(good, mode="r")
+    for name in ("csc/indices", "csc/weights", "csr/indices", "csr/weights"):
+        np.testing.assert_array_equal(store.read(name), group[name][:], err_msg=name)
+    slot = np.full(4, -1, np.int32)
+    assert store.read_chunk_into("csc/indices", 2, slot) == 3  # the last, partial page
+    np.testing.assert_array_equal(slot[:3], group["csc/indices"][8:11])
+
+
+def test_disk_bytes_counts_chunk_files(good):
+    sizes = Store(good).disk_bytes()
+    assert sizes["csc/indices"] == sizes["csc/weights"] == 3 * 4 * 4
+    assert sizes["csc/indptr"] == sizes["csr/indptr"] == 9 * 8
+    assert sizes["pages/first_vertex"] == 3 * 8
+
+
+def test_compressed_store_skips_the_raw_checks(tmp_path):
+    path = make_store(tmp_path / "c.zarr", compress=True)
+    store = Store(path)
+    np.testing.assert_array_equal(store.read("csc/weights"),
+                                  zarr.open_group(path, mode="r")["csc/weights"][:])
+    with pytest.raises(StoreError, match="unknown compression"):
+        store_module._compressors("zstd")
