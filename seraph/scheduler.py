@@ -213,8 +213,10 @@ class Run:
         self.stats.push_time += time.perf_counter() - start
         if self.alg.strong_rule == ROUNDS:
             self.threshold = self.stats.rounds
-        elif res.rounds and res.min_changed_value != self.alg.inf:
-            self.threshold = res.min_changed_value
+        elif len(res.frontier):
+            # Every later update descends from a vertex still waiting to push, and weights
+            # are non-negative, so no vertex at or below their smallest value can change.
+            self.threshold = values[res.frontier].min()
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0,
                        rounds=res.rounds, edges=res.edges_pushed)
         return res.frontier

@@ -281,16 +281,28 @@ def test_hand_back_stops_early_and_resuming_gives_the_same_answer():
                                   np.flatnonzero(values != initial_values(n, 0, STORED)))
 
 
-def test_min_changed_value_is_the_last_rounds_smallest_write():
-    graph = csr(4, [0, 1, 1, 2], [1, 2, 3, 3])  # 0 -> 1 -> {2, 3}, 2 -> 3
-    values = initial_values(4, 0, UNIT)
-    first = run(graph, values, [0], UNIT, max_frontier_edges=1)
-    assert (first.rounds, first.min_changed_value, list(first.frontier)) == (1, 1, [1])
-    second = run(graph, values, first.frontier, UNIT, max_frontier_edges=1)
-    assert (second.min_changed_value, list(second.frontier)) == (2, [2, 3])
-    last = run(graph, values, second.frontier, UNIT)
-    assert last.converged and last.min_changed_value == INT_INF
-    assert list(values) == [0, 1, 2, 2]
+@pytest.mark.parametrize("mode, delta", [(UNIT, None), (STORED, None), (STORED, np.inf),
+                                         (STORED, 0.01), (STORED, 10.0)])
+def test_values_at_or_below_the_waiting_minimum_are_final_after_a_hand_back(mode, delta):
+    """The scheduler's strong threshold after a push: later updates all descend from a
+    waiting vertex, so nothing at or below the smallest waiting value changes again."""
+    n, src, dst, w = random_graph()
+    indptr, indices, weights = csr(n, src, dst, w)
+    values = initial_values(n, 0, mode)
+    frontier, handbacks = np.array([0]), 0
+    while frontier.size:
+        result = push_until(indptr, indices, weights, values, frontier, mode, 2000,
+                            np.diff(indptr), delta=delta)
+        frontier = result.frontier
+        if frontier.size:
+            handbacks += 1
+            threshold = values[frontier].min()
+            settled = np.flatnonzero(values <= threshold)
+            before = values[settled].copy()
+            final = values.copy()
+            run((indptr, indices, weights), final, frontier, mode)
+            np.testing.assert_array_equal(final[settled], before)
+    assert handbacks >= 2
 
 
 def test_unreached_frontier_vertices_push_nothing():
