@@ -4,7 +4,7 @@
 #   scripts/wheelhouse.sh [--python 3.12] [--out wheelhouse] [--full]
 #
 # By default it holds Seraph itself plus the packages a typical CUDA host image lacks:
-# zarr and its binary companions (numcodecs, donfig, google-crc32c). Hosts that already
+# zarr and its companions (numcodecs, donfig, google-crc32c, msgspec). Hosts that already
 # have numpy, scipy, numba, tqdm, pyyaml, packaging and typing-extensions (as CUDA images
 # with CuPy do) need nothing else. --full adds every dependency, for a bare host.
 #
@@ -50,8 +50,8 @@ if [ "$full" = 1 ]; then
     echo "fetching every dependency for CPython $python_version"
     "${download[@]}" "$out"/seraph-*.whl
 else
-    echo "fetching zarr, numcodecs, donfig and google-crc32c for CPython $python_version"
-    "${download[@]}" --no-deps zarr numcodecs donfig google-crc32c
+    echo "fetching zarr, numcodecs, donfig, google-crc32c and msgspec for CPython $python_version"
+    "${download[@]}" --no-deps zarr numcodecs donfig google-crc32c msgspec
 fi
 
 # Two versions of one package make a --no-index install fail; keep the newest.
