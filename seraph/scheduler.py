@@ -244,19 +244,26 @@ class Run:
             self._single(order)
         return self._round_min, self._round_succeeded
 
-    def _sweep(self, slots: list[int], pages: list[int]) -> int:
-        """Sweeps pages (already resident in ``slots``); returns the successful updates."""
+    def _sweep(self, slots: list[int], pages: list[int], max_sweeps: int = 1,
+               incoming: int | None = None) -> int:
+        """Sweeps pages (already resident in ``slots``) up to ``max_sweeps`` times, stopping
+        early as :meth:`Backend.sweep_until` says; returns the successful updates."""
         if not pages:
             return 0
         self.epoch += 1
         start = time.perf_counter()
         predictor = NONE if self.rechecking or self.cfg.schedule == "single" else \
             self.predictor
-        res = self.be.sweep(slots, pages, predictor, self.threshold, self.epoch)
+        res = self.be.sweep_until(slots, pages, predictor, self.threshold, self.epoch,
+                                  max_sweeps, incoming)
         end = time.perf_counter()
+        # Every page of the window pulled after the changes of all but the last sweep, so
+        # only changes from the last one (at its epoch or later) make a page active again.
+        self.epoch += res.sweeps - 1
         self.processed[pages] = self.epoch
         s = self.stats
-        s.sweeps += 1
+        s.sweeps += res.sweeps
+        s.reentries += res.sweeps - 1
         s.kernel_time += end - start
         s.updates_attempted += res.attempted
         s.updates_succeeded += res.succeeded
@@ -266,7 +273,7 @@ class Run:
             self._round_succeeded += res.succeeded
             self._round_min = min(self._round_min, res.minimum)
         self.trace.add("compute", start - self.t0, end - self.t0, pages=[int(p) for p in pages],
-                       updates=res.succeeded)
+                       updates=res.succeeded, sweeps=res.sweeps)
         return res.succeeded
 
     def _place(self, page: int, busy: set[int]) -> int:
@@ -298,9 +305,10 @@ class Run:
             self.stats.pages_skipped += 1
         return None
 
-    def _sweep_window(self, window: list[tuple[int, int]]) -> int:
+    def _sweep_window(self, window: list[tuple[int, int]], max_sweeps: int,
+                      incoming: int | None = None) -> int:
         live = [(s, p) for s, p in window if self.is_active(p)]
-        return self._sweep([s for s, _ in live], [p for _, p in live])
+        return self._sweep([s for s, _ in live], [p for _, p in live], max_sweeps, incoming)
 
     def _pipelined(self, order: np.ndarray) -> None:
         width = self.layout.num_slots - 1
@@ -314,13 +322,7 @@ class Run:
             page = self._next_active(pending)
             slot = None if page is None else self._place(page, {s for s, _ in window})
             # Re-sweep the window while it still changes and the next page is in flight.
-            sweeps = 0
-            while sweeps < self.cfg.max_reentries:
-                changed = self._sweep_window(window)
-                sweeps += 1
-                if not changed or (slot is not None and self.be.landed(slot)):
-                    break
-            self.stats.reentries += max(0, sweeps - 1)
+            self._sweep_window(window, self.cfg.max_reentries, slot)
             if slot is None:
                 return
             self._landed(slot, page)
@@ -335,10 +337,7 @@ class Run:
                 group.append((self._place(page, {s for s, _ in group}), page))
             for slot, page in group:
                 self._landed(slot, page)
-            for sweep in range(self.cfg.reentry_sweeps):
-                if not self._sweep_window(group):
-                    break
-                self.stats.reentries += sweep > 0
+            self._sweep_window(group, self.cfg.reentry_sweeps)
 
     def _single(self, order: np.ndarray) -> None:
         pages = [int(p) for p in order]

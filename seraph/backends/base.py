@@ -22,6 +22,13 @@ class SweepResult:
     skipped_strong: int
     skipped_weak: int
     minimum: object  # smallest value written, or the algorithm's infinity
+    sweeps: int = 1
+
+    def __add__(self, other: SweepResult) -> SweepResult:
+        return SweepResult(self.attempted + other.attempted, self.succeeded + other.succeeded,
+                           self.skipped_strong + other.skipped_strong,
+                           self.skipped_weak + other.skipped_weak,
+                           min(self.minimum, other.minimum), self.sweeps + other.sweeps)
 
 
 @dataclass
@@ -88,6 +95,24 @@ class Backend(ABC):
     @abstractmethod
     def sweep(self, slots: list[int], pages: list[int], predictor: int, threshold,
               epoch: int) -> SweepResult: ...
+
+    def sweep_until(self, slots: list[int], pages: list[int], predictor: int, threshold,
+                    epoch: int, max_sweeps: int, incoming: int | None = None) -> SweepResult:
+        """Sweeps the window again and again, up to ``max_sweeps`` times, and stops after a
+        sweep that changed nothing or once the copy into slot ``incoming`` has landed.
+
+        Sweep s marks what it changes with epoch ``epoch + s``. Returns the totals, with
+        ``sweeps`` the number of sweeps run. Backends with a persistent kernel override
+        this to loop on the device.
+        """
+        total = self.sweep(slots, pages, predictor, threshold, epoch)
+        while (total.sweeps < max_sweeps and total.succeeded
+               and not (incoming is not None and self.landed(incoming))):
+            res = self.sweep(slots, pages, predictor, threshold, epoch + total.sweeps)
+            total = total + res
+            if not res.succeeded:
+                break
+        return total
 
     @abstractmethod
     def set_values(self, values: np.ndarray) -> None: ...

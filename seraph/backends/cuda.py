@@ -3,8 +3,13 @@
 The graph's pages live in host memory registered with ``cudaHostRegister``, so every page
 copy is a DMA at full PCIe speed. Copies run on their own stream and record an event per
 slot; a sweep runs on the compute stream after making it wait on the events of the pages
-it reads. The pull kernel comes from ``seraph/kernels/pull.cu`` through ``RawModule``.
-The scheduler, predictors and push engine are the CPU backend's, unchanged.
+it reads. The kernels come from ``seraph/kernels/pull.cu`` through ``RawModule``.
+
+A window's repeated sweeps run in one persistent cooperative kernel: right after a page's
+bytes, the copy stream writes the load's sequence number into device memory, and the
+kernel, polling it between grid-wide syncs, stops when the page has landed, so no host
+round-trip sits between sweeps. The scheduler, predictors and push engine are the CPU
+backend's, unchanged.
 """
 
 from __future__ import annotations
@@ -13,21 +18,34 @@ import time
 from importlib import resources
 
 import cupy as cp
+import cupyx
 import numpy as np
 
 from seraph.backends.base import Backend, SweepResult
 from seraph.predictors import OWES, STATE_MASK
 
 _THREADS = 256
-_module: cp.RawModule | None = None
+_modules: dict[bool, cp.RawModule] = {}
 
 
-def _kernels() -> cp.RawModule:
-    global _module
-    if _module is None:
+def _kernels(cooperative: bool = False) -> cp.RawModule:
+    """pull.cu compiled once per process (and cached on disk by cupy); the cooperative
+    build is the one whose kernels may sync the whole grid."""
+    if cooperative not in _modules:
         source = resources.files("seraph").joinpath("kernels/pull.cu").read_text()
-        _module = cp.RawModule(code=source, options=("-std=c++17",))
-    return _module
+        _modules[cooperative] = cp.RawModule(code=source, options=("-std=c++17",),
+                                             enable_cooperative_groups=cooperative)
+    return _modules[cooperative]
+
+
+def _co_resident_blocks(kernel) -> int:
+    """The largest grid a cooperative launch of ``kernel`` accepts (0: none)."""
+    device = cp.cuda.Device()
+    if not device.attributes.get("CooperativeLaunch", 0):
+        return 0
+    per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+        kernel.kernel.ptr, _THREADS, 0)
+    return per_sm * device.attributes["MultiProcessorCount"]
 
 
 def default_budget() -> int:
@@ -59,8 +77,10 @@ class CudaBackend(Backend):
         super().__init__(graph, algorithm, layout, table, initial_state)
         indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
-        self._kernel = _kernels().get_function(
-            "pull_window_f32" if algorithm.dtype == np.float32 else "pull_window_i32")
+        suffix = "f32" if algorithm.dtype == np.float32 else "i32"
+        self._kernel = _kernels().get_function(f"pull_window_{suffix}")
+        self._persistent = _kernels(cooperative=True).get_function(f"pull_persistent_{suffix}")
+        self._persistent_grid = _co_resident_blocks(self._persistent)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         self._pinned = [_Pinned(indices)] + ([_Pinned(weights)] if weights is not None else [])
@@ -75,11 +95,19 @@ class CudaBackend(Backend):
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
             self.counters = cp.zeros(4, dtype=cp.uint64)
             self.minimum = cp.empty(1, dtype=algorithm.dtype)
+            self.control = cp.zeros(2, dtype=cp.int32)  # persistent kernel: sweeps, stop
             slots = graph.num_pages if layout.resident else layout.num_slots
             self.slot_indices = cp.empty(max(1, slots * pe), dtype=cp.int32)
             self.slot_weights = cp.empty(max(1, slots * pe) if weights is not None else 1,
                                          dtype=cp.float32)
         self._events: dict[int, tuple[cp.cuda.Event, cp.cuda.Event]] = {}
+        # Load sequence numbers: the copy stream writes slot_seq[slot] into landed_seq[slot]
+        # after the page's bytes (from pinned memory, so the write is an ordered DMA).
+        num_slots = graph.num_pages if layout.resident else layout.num_slots
+        self.landed_seq = cp.zeros(max(1, num_slots), dtype=cp.int64)
+        self._slot_seq = cupyx.empty_pinned(max(1, num_slots), dtype=np.int64)
+        self._slot_seq[:] = 0
+        self._loads = 0
         self._epochs_cache: np.ndarray | None = None
         self._host: np.ndarray | None = None
         self._grid = 8 * cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -112,12 +140,20 @@ class CudaBackend(Backend):
             pairs.append((self.slot_weights, self._host_weights))
         for device, host in pairs:
             item = host.itemsize
-            cp.cuda.runtime.memcpyAsync(device.data.ptr + slot * pe * item,
-                                        host.ctypes.data + start * item, (end - start) * item,
-                                        cp.cuda.runtime.memcpyHostToDevice,
-                                        self.copy_stream.ptr)
+            self._copy(device.data.ptr + slot * pe * item, host.ctypes.data + start * item,
+                       (end - start) * item)
+        # The slot's previous load has landed (the scheduler waited on it before reusing the
+        # slot), so its pinned sequence entry is free to change.
+        self._loads += 1
+        self._slot_seq[slot] = self._loads
+        self._copy(self.landed_seq.data.ptr + slot * 8, self._slot_seq.ctypes.data + slot * 8,
+                   8)
         done.record(self.copy_stream)
         self._events[slot] = (began, done)
+
+    def _copy(self, device_ptr: int, host_ptr: int, nbytes: int) -> None:
+        cp.cuda.runtime.memcpyAsync(device_ptr, host_ptr, nbytes,
+                                    cp.cuda.runtime.memcpyHostToDevice, self.copy_stream.ptr)
 
     def landed(self, slot: int) -> bool:
         events = self._events.get(slot)
@@ -137,6 +173,20 @@ class CudaBackend(Backend):
         return (page if self.layout.resident else slot) * self.graph.page_edges
 
     def sweep(self, slots, pages, predictor, threshold, epoch) -> SweepResult:
+        return self._launch(slots, pages, predictor, threshold, epoch, None)
+
+    def sweep_until(self, slots, pages, predictor, threshold, epoch, max_sweeps,
+                    incoming=None) -> SweepResult:
+        if max_sweeps == 1 or not self._persistent_grid:
+            return super().sweep_until(slots, pages, predictor, threshold, epoch, max_sweeps,
+                                       incoming)
+        expected = self._slot_seq[incoming] if incoming is not None else 0
+        return self._launch(slots, pages, predictor, threshold, epoch,
+                            (max_sweeps, -1 if incoming is None else incoming, expected))
+
+    def _launch(self, slots, pages, predictor, threshold, epoch, persistent) -> SweepResult:
+        """One sweep, or with ``persistent = (max_sweeps, incoming slot or -1, expected
+        sequence number)`` the persistent kernel's repeated sweeps."""
         g, alg = self.graph, self.algorithm
         first = g.page_first_vertex[pages]
         counts = g.page_last_vertex[pages] + 1 - first
@@ -150,21 +200,30 @@ class CudaBackend(Backend):
             d_offsets, d_prefix = cp.asarray(offsets), cp.asarray(prefix)
             self.counters.fill(0)
             self.minimum.fill(alg.inf)
+            args = (d_pages, d_offsets, d_prefix, np.int32(len(pages)), self.page_first,
+                    np.int64(g.page_edges), np.int64(g.num_edges), self.indptr,
+                    self.slot_indices, self.slot_weights, self.values,
+                    np.int32(alg.weight_mode), dtype(alg.inf), np.int32(predictor),
+                    dtype(threshold), self._d_table, np.int32(self._d_table.shape[1]),
+                    self.states, self.changed, self.block_epoch,
+                    np.int32(self.layout.block_shift), np.int64(epoch), self.counters,
+                    self.minimum)
             warps = int(prefix[-1])
-            blocks = max(1, min(self._grid, -(-warps * 32 // _THREADS)))
-            self._kernel(
-                (blocks,), (_THREADS,),
-                (d_pages, d_offsets, d_prefix, np.int32(len(pages)), self.page_first,
-                 np.int64(g.page_edges), np.int64(g.num_edges), self.indptr, self.slot_indices,
-                 self.slot_weights, self.values, np.int32(alg.weight_mode), dtype(alg.inf),
-                 np.int32(predictor), dtype(threshold), self._d_table,
-                 np.int32(self._d_table.shape[1]), self.states, self.changed, self.block_epoch,
-                 np.int32(self.layout.block_shift), np.int64(epoch), self.counters,
-                 self.minimum))
+            if persistent is None:
+                blocks = max(1, min(self._grid, -(-warps * 32 // _THREADS)))
+                self._kernel((blocks,), (_THREADS,), args)
+                sweeps = 1
+            else:
+                max_sweeps, incoming, expected = persistent
+                blocks = max(1, min(self._persistent_grid, -(-warps * 32 // _THREADS)))
+                self._persistent((blocks,), (_THREADS,), args + (
+                    np.int32(max_sweeps), self.landed_seq, np.int32(incoming),
+                    np.int64(expected), self.control))
+                sweeps = int(self.control.get(stream=self.compute_stream)[0])
             counters = self.counters.get(stream=self.compute_stream)
             minimum = self.minimum.get(stream=self.compute_stream)[0]
         self._epochs_cache = None
-        return SweepResult(*(int(c) for c in counters), minimum)
+        return SweepResult(*(int(c) for c in counters), minimum, sweeps)
 
     # -- vertex state ---------------------------------------------------------------------
     def set_values(self, values: np.ndarray) -> None:

@@ -12,6 +12,13 @@
 // idempotent. Non-negative floats order like their int bit patterns, so float distances
 // use the int atomicMin on their bits (+inf included).
 //
+// Two entry points share the sweep: `pull_window_*` sweeps the window once, and
+// `pull_persistent_*` (launched cooperatively, grid no larger than the co-resident blocks)
+// sweeps it again and again with a grid-wide sync between sweeps. It stops after a sweep
+// that changed nothing, after `max_sweeps`, or once the copy into the incoming slot has
+// landed: the copy stream writes the load's sequence number into `landed_seq[slot]` right
+// after the page's bytes, so the kernel sees the landing without a host round-trip.
+//
 // The weak predictor's packed table is uint8[4][S] (rows attempt, on_success, on_failure,
 // next) in shared memory; the high bit of a state byte (OWES) marks "skipped since its last
 // attempt" (see seraph/predictors.py and docs/engine.md).
@@ -25,6 +32,9 @@
 #define OWES 0x80
 #define STATE_MASK 0x7F
 #define MAX_STATES 128
+
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
 
 enum { ATTEMPTED = 0, SUCCEEDED = 1, SKIPPED_STRONG = 2, SKIPPED_WEAK = 3 };
 
@@ -62,24 +72,48 @@ __device__ __forceinline__ float candidate<float>(float val, const float* weight
 }
 
 template <typename V>
-__device__ void pull_window(
-    const long long* __restrict__ pages, const long long* __restrict__ offsets,
-    const long long* __restrict__ vertex_prefix, int num_window_pages,
-    const long long* __restrict__ page_first, long long page_edges, long long num_edges,
-    const long long* __restrict__ indptr, const int* __restrict__ indices,
-    const float* __restrict__ weights, V* values, int mode, V inf, int predictor,
-    V threshold, const unsigned char* __restrict__ table, int num_states,
-    unsigned char* states, unsigned char* changed, long long* block_epoch, int block_shift,
-    long long epoch, unsigned long long* counters, V* min_written) {
-    __shared__ unsigned char s_table[4 * MAX_STATES];
-    __shared__ unsigned long long s_count[4];
-    __shared__ V s_min;
-    if (threadIdx.x < 4) s_count[threadIdx.x] = 0;
-    if (threadIdx.x == 0) s_min = inf;
-    if (predictor == PRED_WEAK)
-        for (int i = threadIdx.x; i < 4 * num_states; i += blockDim.x) s_table[i] = table[i];
-    __syncthreads();
+struct SweepShared {
+    unsigned char table[4 * MAX_STATES];
+    unsigned long long count[4];
+    V min;
+};
 
+template <typename V>
+__device__ void init_shared(SweepShared<V>& sh, const unsigned char* table, int num_states,
+                            int predictor, V inf) {
+    if (threadIdx.x < 4) sh.count[threadIdx.x] = 0;
+    if (threadIdx.x == 0) sh.min = inf;
+    if (predictor == PRED_WEAK)
+        for (int i = threadIdx.x; i < 4 * num_states; i += blockDim.x) sh.table[i] = table[i];
+    __syncthreads();
+}
+
+// Adds the block's counts and minimum to the global ones and zeroes them for the next sweep.
+template <typename V>
+__device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V* min_written,
+                             V inf) {
+    __syncthreads();
+    if (threadIdx.x < 4 && sh.count[threadIdx.x]) {
+        atomicAdd(&counters[threadIdx.x], sh.count[threadIdx.x]);
+        sh.count[threadIdx.x] = 0;
+    }
+    if (threadIdx.x == 0 && sh.min < inf) {
+        atomic_min_value(min_written, sh.min);
+        sh.min = inf;
+    }
+    __syncthreads();
+}
+
+// One sweep over the window's (page, destination vertex) items, a warp per item.
+template <typename V>
+__device__ void sweep_window(
+    SweepShared<V>& sh, const long long* __restrict__ pages,
+    const long long* __restrict__ offsets, const long long* __restrict__ vertex_prefix,
+    int num_window_pages, const long long* __restrict__ page_first, long long page_edges,
+    long long num_edges, const long long* __restrict__ indptr, const int* __restrict__ indices,
+    const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
+    int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
+    int block_shift, long long epoch) {
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -96,7 +130,7 @@ __device__ void pull_window(
         if (lo >= hi) continue;
         const V old = values[v];
         if (predictor == PRED_STRONG && old <= threshold) {
-            if (lane == 0) atomicAdd(&s_count[SKIPPED_STRONG], 1ull);
+            if (lane == 0) atomicAdd(&sh.count[SKIPPED_STRONG], 1ull);
             continue;
         }
         unsigned char state = 0;
@@ -104,10 +138,10 @@ __device__ void pull_window(
             state = states[v] & STATE_MASK;
             // A vertex split across pages always attempts (see the CPU kernel).
             const bool whole = row_lo >= base && row_hi <= base + length;
-            if (whole && !s_table[state]) {
+            if (whole && !sh.table[state]) {
                 if (lane == 0) {
-                    states[v] = s_table[3 * num_states + state] | OWES;
-                    atomicAdd(&s_count[SKIPPED_WEAK], 1ull);
+                    states[v] = sh.table[3 * num_states + state] | OWES;
+                    atomicAdd(&sh.count[SKIPPED_WEAK], 1ull);
                 }
                 continue;
             }
@@ -120,20 +154,17 @@ __device__ void pull_window(
         }
         best = warp_min(best);
         if (lane != 0) continue;
-        atomicAdd(&s_count[ATTEMPTED], 1ull);
+        atomicAdd(&sh.count[ATTEMPTED], 1ull);
         const bool success = best < old && best < atomic_min_value(&values[v], best);
         if (success) {
             changed[v] = 1;
             block_epoch[v >> block_shift] = epoch;
-            atomicAdd(&s_count[SUCCEEDED], 1ull);
-            atomic_min_value(&s_min, best);
+            atomicAdd(&sh.count[SUCCEEDED], 1ull);
+            atomic_min_value(&sh.min, best);
         }
         if (predictor == PRED_WEAK)
-            states[v] = s_table[(success ? 1 : 2) * num_states + state];
+            states[v] = sh.table[(success ? 1 : 2) * num_states + state];
     }
-    __syncthreads();
-    if (threadIdx.x < 4 && s_count[threadIdx.x]) atomicAdd(&counters[threadIdx.x], s_count[threadIdx.x]);
-    if (threadIdx.x == 0 && s_min < inf) atomic_min_value(min_written, s_min);
 }
 
 #define PULL_ARGS                                                                            \
@@ -144,19 +175,71 @@ __device__ void pull_window(
 #define PULL_TAIL                                                                            \
     const unsigned char *table, int num_states, unsigned char *states, unsigned char *changed, \
         long long *block_epoch, int block_shift, long long epoch, unsigned long long *counters
-#define PULL_CALL                                                                            \
-    pages, offsets, vertex_prefix, num_window_pages, page_first, page_edges, num_edges,      \
-        indptr, indices, weights, values, mode, inf, predictor, threshold, table, num_states, \
-        states, changed, block_epoch, block_shift, epoch, counters, min_written
+#define SWEEP_CALL(EPOCH)                                                                    \
+    sh, pages, offsets, vertex_prefix, num_window_pages, page_first, page_edges, num_edges,  \
+        indptr, indices, weights, values, mode, inf, predictor, threshold, num_states, states, \
+        changed, block_epoch, block_shift, EPOCH
 
-extern "C" __global__ void pull_window_i32(PULL_ARGS, int *values, int mode, int inf,
-                                           int predictor, int threshold, PULL_TAIL,
-                                           int *min_written) {
-    pull_window<int>(PULL_CALL);
+template <typename V>
+__device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor, V threshold,
+                          PULL_TAIL, V* min_written) {
+    __shared__ SweepShared<V> sh;
+    init_shared(sh, table, num_states, predictor, inf);
+    sweep_window<V>(SWEEP_CALL(epoch));
+    flush_shared(sh, counters, min_written, inf);
 }
 
-extern "C" __global__ void pull_window_f32(PULL_ARGS, float *values, int mode, float inf,
-                                           int predictor, float threshold, PULL_TAIL,
-                                           float *min_written) {
-    pull_window<float>(PULL_CALL);
+// control[0]: sweeps done. Sweep s marks the blocks it changes with epoch + s, so the
+// scheduler can tell the changes of the last sweep (not yet pulled by any page of the
+// window) from earlier ones.
+template <typename V>
+__device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predictor,
+                                V threshold, PULL_TAIL, V* min_written, int max_sweeps,
+                                const long long* landed_seq, int incoming_slot,
+                                long long expected_seq, int* control) {
+    __shared__ SweepShared<V> sh;
+    __shared__ int stop;
+    cg::grid_group grid = cg::this_grid();
+    init_shared(sh, table, num_states, predictor, inf);
+    unsigned long long succeeded_before = 0;  // read by block 0's thread 0 only
+    for (int s = 0; s < max_sweeps; ++s) {
+        sweep_window<V>(SWEEP_CALL(epoch + s));
+        flush_shared(sh, counters, min_written, inf);
+        grid.sync();  // every block's updates and counts of sweep s are visible
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            const unsigned long long succeeded = counters[SUCCEEDED];
+            const bool landed = incoming_slot >= 0 &&
+                *((volatile const long long*)&landed_seq[incoming_slot]) >= expected_seq;
+            control[0] = s + 1;
+            control[1] = succeeded == succeeded_before || landed || s + 1 == max_sweeps;
+            succeeded_before = succeeded;
+        }
+        grid.sync();  // every block reads the same decision
+        if (threadIdx.x == 0) stop = *((volatile int*)&control[1]);
+        __syncthreads();
+        if (stop) break;
+    }
 }
+
+#define ENTRY_POINTS(SUFFIX, V)                                                              \
+    extern "C" __global__ void pull_window_##SUFFIX(PULL_ARGS, V *values, int mode, V inf,   \
+                                                    int predictor, V threshold, PULL_TAIL,   \
+                                                    V *min_written) {                        \
+        pull_once<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,            \
+                     page_edges, num_edges, indptr, indices, weights, values, mode, inf,     \
+                     predictor, threshold, table, num_states, states, changed, block_epoch,  \
+                     block_shift, epoch, counters, min_written);                             \
+    }                                                                                        \
+    extern "C" __global__ void pull_persistent_##SUFFIX(                                     \
+        PULL_ARGS, V *values, int mode, V inf, int predictor, V threshold, PULL_TAIL,        \
+        V *min_written, int max_sweeps, const long long *landed_seq, int incoming_slot,      \
+        long long expected_seq, int *control) {                                              \
+        pull_persistent<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,      \
+                           page_edges, num_edges, indptr, indices, weights, values, mode,    \
+                           inf, predictor, threshold, table, num_states, states, changed,    \
+                           block_epoch, block_shift, epoch, counters, min_written,           \
+                           max_sweeps, landed_seq, incoming_slot, expected_seq, control);    \
+    }
+
+ENTRY_POINTS(i32, int)
+ENTRY_POINTS(f32, float)
