@@ -268,6 +268,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# -- plot ---------------------------------------------------------------------------------
+def cmd_plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from seraph.plot import plot
+
+    output = args.output or str(Path(args.trace).with_suffix(".png"))
+    path, tl = plot(args.trace, output)
+    progress.note(f"wrote {path}: {len(tl.pages)} page lanes, "
+                  f"{sum(map(len, tl.copies.values()))} copies, "
+                  f"{len(tl.pushes)} push intervals, "
+                  f"{len(tl.predictor_states)} rounds of predictor states")
+    return 0
+
+
 # -- parser -------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from partitioner.readers import FORMATS
@@ -333,6 +348,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--page-edges", type=int, default=1 << 14)
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("plot", parents=[verbosity],
+                       help="draw a trace (from run --trace) as a timeline picture")
+    p.add_argument("trace", help="the JSON file written by `seraph run ... --trace FILE`")
+    p.add_argument("-o", "--output", default=None,
+                   help="the picture to write, .png, .svg or .pdf (default: the trace's "
+                        "name with .png)")
+    p.set_defaults(func=cmd_plot)
 
     return parser
 

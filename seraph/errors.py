@@ -9,7 +9,7 @@ class SeraphError(Exception):
 
 
 class InputError(SeraphError, ValueError):
-    """The input graph (file, arrays or matrix) is malformed or unusable."""
+    """The input (a graph file, arrays or matrix, or a trace to plot) is malformed or unusable."""
 
 
 class StoreError(SeraphError):
