@@ -22,6 +22,7 @@ from seraph.errors import ConfigError, DeviceError, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig, Run
+from seraph.semiring import STORED
 from seraph.stats import RunStats, Trace
 from seraph.units import parse_size
 
@@ -154,7 +155,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         from seraph.backends.cuda import default_budget
 
         budget = default_budget()
-    layout = Layout.plan(graph, predictor == "weak", budget)
+    layout = Layout.plan(graph, predictor == "weak", budget,
+                         weights=algorithm.weight_mode == STORED)
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,
                      predictor=predictor, num_vertices=graph.num_vertices,
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
@@ -172,8 +174,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
             stats.pages_transferred += graph.num_pages
     finally:
         backend.close()
-    bytes_per_edge = 8 if graph.weighted and algorithm is SSSP else 4
-    stats.finish(time.perf_counter() - start, graph.num_edges * bytes_per_edge)
+    stats.finish(time.perf_counter() - start, graph.num_edges * layout.slot_bytes
+                 // max(1, graph.page_edges))
     return values, stats, trace
 
 

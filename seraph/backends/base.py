@@ -41,9 +41,15 @@ class Layout:
     slot_bytes: int
     block_shift: int
     num_blocks: int
+    weights: bool  # whether pages carry their weights to the device
 
     @classmethod
-    def plan(cls, graph, weak: bool, budget: int | None) -> Layout:
+    def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None
+             ) -> Layout:
+        """Slots for ``budget`` bytes (None: everything resident). ``weights`` says whether
+        the algorithm reads edge weights (default: whenever the graph has them); BFS and CC
+        do not, so their pages move and occupy half the bytes."""
+        weights = graph.weighted if weights is None else weights and graph.weighted
         n, pages = graph.num_vertices, graph.num_pages
         block_shift = 0
         while (n >> block_shift) >= MAX_BLOCKS:
@@ -51,9 +57,9 @@ class Layout:
         num_blocks = max(1, ((n - 1) >> block_shift) + 1)
         # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs
         state = n * (4 + 8 + 1 + (1 if weak else 0)) + 8 + num_blocks * 8
-        slot = graph.page_edges * (8 if graph.weighted else 4)
+        slot = graph.page_edges * (8 if weights else 4)
         if budget is None:
-            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks)
+            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)
         needed_slots = min(2, max(pages, 1))
         minimum = state + needed_slots * slot
         if budget < minimum:
@@ -64,8 +70,8 @@ class Layout:
                 f"({minimum} bytes). Raise the budget or preprocess with smaller pages.")
         slots = int((budget - state) // slot)
         if slots >= pages:
-            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks)
-        return cls(slots, False, state, slot, block_shift, num_blocks)
+            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)
+        return cls(slots, False, state, slot, block_shift, num_blocks, weights)
 
 
 class Backend(ABC):

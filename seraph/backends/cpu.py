@@ -35,11 +35,11 @@ class CpuBackend(Backend):
         if layout.resident:
             # Every page is resident: the slot buffers are the graph's own arrays.
             self.slot_indices = indices
-            self.slot_weights = weights if weights is not None else self._no_weights
+            self.slot_weights = weights if layout.weights else self._no_weights
         else:
             self.slot_indices = np.zeros(layout.num_slots * pe, dtype=np.int32)
             self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=np.float32)
-                                 if graph.weighted else self._no_weights)
+                                 if layout.weights else self._no_weights)
         self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-copy")
         self._copies: dict[int, Future] = {}
         self._chunks = 4 * numba.get_num_threads()
@@ -52,7 +52,7 @@ class CpuBackend(Backend):
     def _copy(self, slot: int, page: int) -> tuple[float, float]:
         start = time.perf_counter()
         pe = self.graph.page_edges
-        weights = self.slot_weights[slot * pe:(slot + 1) * pe] if self.graph.weighted else None
+        weights = self.slot_weights[slot * pe:(slot + 1) * pe] if self.layout.weights else None
         self.graph.read_page(page, self.slot_indices[slot * pe:(slot + 1) * pe], weights)
         return start, time.perf_counter()
 

@@ -83,6 +83,7 @@ class CudaBackend(Backend):
         self._persistent_grid = _co_resident_blocks(self._persistent)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
+        weights = weights if layout.weights else None  # BFS and CC never read them
         self._pinned = [_Pinned(indices)] + ([_Pinned(weights)] if weights is not None else [])
         self._host_indices, self._host_weights = indices, weights
         with self.compute_stream:
