@@ -243,7 +243,9 @@ def connected_components(graph, *, config: EngineConfig | None = None,
     config = config or make_config(**options)
     values, stats, trace = execute(g, CC, None, config)
     labels = values.astype(np.int64)
-    return CCResult(_input_ids(g, labels), int(len(np.unique(labels))), stats, trace)
+    # Each component is labelled by its smallest vertex, the one vertex that keeps its own id.
+    roots = int(np.count_nonzero(labels == np.arange(len(labels))))
+    return CCResult(_input_ids(g, labels), roots, stats, trace)
 
 
 def run_config(path: str | os.PathLike | None, **overrides) -> EngineConfig:

@@ -153,21 +153,36 @@ def _checked_delta(delta: float) -> float:
 def _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode,
             max_frontier_edges, outdeg) -> PushResult:
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges."""
-    inf = infinity(weight_mode)
     in_next = np.zeros(len(values), dtype=np.uint8)
-    changed = []
-    rounds = edges = 0
-    while frontier.size:
-        frontier, pushed = _push_round(indptr, indices, edge_weights, stride,
-                                                    values, inf, frontier, in_next,
-                                                    _max_pieces())
+    frontier, rounds, edges, changed = _rounds_loop(
+        indptr, indices, edge_weights, stride, values, infinity(weight_mode), frontier,
+        in_next, _max_pieces(), max_frontier_edges, outdeg)
+    return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
+                      changed=_sorted_union([changed], len(values)))
+
+
+@njit(cache=True)
+def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_next,
+                 max_pieces, max_frontier_edges, outdeg):
+    """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
+    network) runs thousands of tiny rounds, where a Python loop would cost more than the
+    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated)."""
+    changed = np.empty(max(16, len(frontier)), dtype=np.int64)
+    count = rounds = edges = 0
+    while len(frontier):
+        frontier, pushed = _push_round(indptr, indices, weights, stride, values, inf,
+                                       frontier, in_next, max_pieces)
         rounds += 1
-        edges += int(pushed)
-        changed.append(frontier)
+        edges += pushed
+        if count + len(frontier) > len(changed):
+            grown = np.empty(max(2 * len(changed), count + len(frontier)), dtype=np.int64)
+            grown[:count] = changed[:count]
+            changed = grown
+        changed[count:count + len(frontier)] = frontier
+        count += len(frontier)
         if outdeg[frontier].sum() >= max_frontier_edges:
             break
-    return PushResult(frontier=frontier, rounds=rounds, edges_pushed=edges,
-                      changed=_sorted_union(changed, len(values)))
+    return frontier, rounds, edges, changed[:count]
 
 
 def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, outdeg,

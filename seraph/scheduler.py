@@ -144,8 +144,11 @@ class Run:
         lo, hi = indptr[vertices], indptr[vertices + 1]
         has = hi > lo
         first, last = lo[has] // pe, (hi[has] - 1) // pe
-        pages = [np.arange(a, b + 1) for a, b in zip(first, last, strict=True)]
-        return np.unique(np.concatenate(pages)) if pages else np.zeros(0, np.int64)
+        # Each vertex covers the page range [first, last]: count range starts minus ends.
+        pages = self.g.num_pages
+        depth = np.cumsum(np.bincount(first, minlength=pages + 1)
+                          - np.bincount(last + 1, minlength=pages + 1))
+        return np.flatnonzero(depth[:pages] > 0)
 
     # -- the main loop --------------------------------------------------------------------
     def execute(self, frontier: np.ndarray) -> None:

@@ -91,14 +91,14 @@ class CpuBackend(Backend):
 
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         # The push engine wrote straight into self.values; only the bookkeeping remains.
-        self.block_epoch[np.unique(changed >> self.layout.block_shift)] = epoch
+        self.block_epoch[changed >> self.layout.block_shift] = epoch  # repeats write alike
         if self.table is not None:
             # A push success is a success (back to the initial state), but it relaxed only
             # some in-edges, so a debt from an earlier skip stays.
             self.states[changed] = self.initial_state | (self.states[changed] & OWES)
 
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
-        self.block_epoch[np.unique(vertices >> self.layout.block_shift)] = epoch
+        self.block_epoch[vertices >> self.layout.block_shift] = epoch
 
     def block_epochs(self) -> np.ndarray:
         return self.block_epoch
