@@ -1,0 +1,309 @@
+"""Shared helpers of the benchmark scripts (DESIGN section 6): the machine description,
+timing, cases run in fresh subprocesses with their own peak RSS, markdown tables, output.
+
+A benchmark script that measures memory runs each case as ``python <script> --case NAME
+--params JSON --result FILE`` through :func:`run_case`; the script hands its case functions
+to :func:`dispatch_case` first thing in ``main``. The parent reaps the child with
+``os.wait4``, whose resource usage is that one child's alone, so every case reports its own
+peak RSS (``RUSAGE_CHILDREN`` would give the maximum over all children so far).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import datetime
+import io
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from seraph.units import format_size
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+#: Where the figures go; the scripts' defaults point here.
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks"
+
+
+# --------------------------------------------------------------------------- the machine
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _ram_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, cwd=Path(__file__).parent, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, cwd=Path(__file__).parent)
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def machine(extra_modules: Sequence[str] = ()) -> dict:
+    """What the figures were measured on, including how busy the machine was."""
+    import numba
+
+    versions = {m: _version(m) for m in ("numpy", "scipy", "numba", "zarr", *extra_modules)}
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "ram_bytes": _ram_bytes(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "git": _git_commit(),
+        "load_average_start": list(os.getloadavg()),
+    }
+
+
+def finish_machine(info: dict) -> dict:
+    """Adds the load average at the end: the machine is shared, so both ends matter."""
+    info["load_average_end"] = list(os.getloadavg())
+    return info
+
+
+def machine_markdown(info: dict) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items() if v)
+    missing = [k for k, v in info["versions"].items() if not v]
+    load = " / ".join(f"{x:.2f}" for x in info["load_average_start"])
+    end = info.get("load_average_end")
+    lines = [
+        f"- Date: {info['date']} (git {info['git'] or 'unknown'})",
+        f"- CPU: {info['cpu']}, {info['cores']} cores ({info['cores_usable']} usable, "
+        f"{info['numba_threads']} numba threads), {format_size(info['ram_bytes'])} RAM",
+        f"- OS: {info['os']}; Python {info['python']}; {versions}"
+        + (f"; not installed: {', '.join(missing)}" if missing else ""),
+        f"- Load average (1/5/15 min) at start: {load}"
+        + (f"; at end: {' / '.join(f'{x:.2f}' for x in end)}" if end else "")
+        + " (the machine is shared with other jobs)",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- timing
+def best_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    """The fastest of ``repeat`` calls, and the last call's result.
+
+    The minimum, not the mean: on a shared machine other jobs only ever add time, so the
+    fastest run is the best estimate of the code's own cost.
+    """
+    best, result = float("inf"), None
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    return best_time(fn, 1)
+
+
+# --------------------------------------------------------------------------- subprocess cases
+def rss_now() -> dict:
+    """Current and peak resident set size of this process, from /proc (Linux)."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    key = "rss" if line.startswith("VmRSS") else "hwm"
+                    out[key] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def run_case(script: str | Path, case: str, params: dict, *, env: dict | None = None,
+             profile: bool = False) -> dict:
+    """Runs one case of ``script`` in a fresh interpreter; its result plus its peak RSS.
+
+    The child's stdout and stderr pass through. A failing case returns ``{"error": ...}``
+    rather than raising, so one bad case does not lose a whole run.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-case-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        argv = [sys.executable, str(script), "--case", case, "--params", json.dumps(params),
+                "--result", str(result_path)] + (["--profile"] if profile else [])
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0 or not result_path.exists():
+            return {"error": f"case {case} exited with status {proc.returncode}",
+                    "process_seconds": elapsed}
+        result = json.loads(result_path.read_text())
+    result["peak_rss"] = usage.ru_maxrss * 1024  # kilobytes on Linux
+    result["process_seconds"] = elapsed
+    return result
+
+
+def dispatch_case(cases: dict[str, Callable[..., dict]], argv: Sequence[str] | None = None
+                  ) -> bool:
+    """In a child started by :func:`run_case`: runs the case and writes its result.
+
+    Returns False when ``argv`` is not a case invocation (the script then runs normally).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--case" not in argv:
+        return False
+    p = argparse.ArgumentParser()
+    p.add_argument("--case", required=True, choices=sorted(cases))
+    p.add_argument("--params", required=True)
+    p.add_argument("--result", required=True)
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args(argv)
+    quiet()
+    params = json.loads(args.params)
+    if args.profile:
+        profiler = cProfile.Profile()
+        result = profiler.runcall(cases[args.case], **params)
+        result["profile"] = profile_summary(profiler)
+    else:
+        result = cases[args.case](**params)
+    Path(args.result).write_text(json.dumps(result))
+    return True
+
+
+def quiet() -> None:
+    """No progress bars: on a terminal they would cost time inside the timed calls."""
+    from seraph import progress
+
+    progress.set_verbosity(0)
+
+
+def profile_summary(profiler: cProfile.Profile, top: int = 25) -> str:
+    """The functions with the most cumulative time (numba kernels show as one call each)."""
+    buf = io.StringIO()
+    pstats.Stats(profiler, stream=buf).sort_stats("cumulative").print_stats(top)
+    return buf.getvalue()
+
+
+def fresh_numba_cache() -> tempfile.TemporaryDirectory:
+    """An empty numba cache directory: a child given it compiles every kernel from scratch,
+    which is how the one-off compile time is measured (pass it as ``NUMBA_CACHE_DIR``)."""
+    return tempfile.TemporaryDirectory(prefix="bench-numba-cache-")
+
+
+# --------------------------------------------------------------------------- output
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]],
+                   right: Sequence[bool] | None = None) -> str:
+    """A GitHub markdown table; ``right`` marks the columns to right-align (numbers)."""
+    right = right or [False] * len(headers)
+    cells = [[str(c) for c in row] for row in rows]
+    rule = ["---:" if r else "---" for r in right]
+    return "\n".join("| " + " | ".join(row) + " |" for row in [list(headers), rule, *cells])
+
+
+def seconds(x: float | None) -> str:
+    """Seconds for a table: "—" when not measured."""
+    if x is None:
+        return "—"
+    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
+
+
+def case_seconds(result: dict | None) -> str:
+    """A :func:`run_case` result's time for a table, or why there is none."""
+    if result and "error" in result:
+        return "**failed**"
+    return seconds(None if not result else result.get("seconds"))
+
+
+def ratio(x: float | None, y: float | None) -> str:
+    if x is None or y is None or y == 0:
+        return "—"
+    return f"{x / y:.2f}x"
+
+
+def size(x: float | None) -> str:
+    return "—" if x is None else format_size(x)
+
+
+#: Everything from this line on in a markdown report is written by hand (the analysis of
+#: where the time goes) and survives when the script rewrites the figures above it.
+ANALYSIS_MARKER = "<!-- analysis: written by hand, kept when the benchmark is re-run -->"
+
+
+def write_outputs(payload: dict, json_out: str | Path | None, markdown: str,
+                  md_out: str | Path | None) -> None:
+    """Writes the JSON and markdown results (either may be None or '' to skip it)."""
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    print(markdown)
+    if not md_out:
+        return
+    md_out = Path(md_out)
+    analysis = f"{ANALYSIS_MARKER}\n\n## Analysis\n\n(not written yet)\n"
+    if md_out.exists() and ANALYSIS_MARKER in (old := md_out.read_text()):
+        analysis = old[old.index(ANALYSIS_MARKER):]
+    md_out.parent.mkdir(parents=True, exist_ok=True)
+    md_out.write_text(markdown.rstrip("\n") + "\n\n" + analysis)
+
+
+def markdown_path(args: argparse.Namespace, md_default: Path) -> Path | None:
+    """Where the report goes: ``--md-out``, else the docs unless ``--quick`` (a smoke test
+    must not overwrite the recorded figures)."""
+    if args.md_out is not None:
+        return Path(args.md_out) if args.md_out else None
+    return None if args.quick else md_default
+
+
+@contextlib.contextmanager
+def workdir(path: str | None) -> Iterator[Path]:
+    """The given directory (created, kept), or a temporary one removed afterwards."""
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        yield Path(path)
+        return
+    with tempfile.TemporaryDirectory(prefix="seraph-bench-") as tmp:
+        yield Path(tmp)
+
+
+def common_arguments(p: argparse.ArgumentParser, md_default: Path) -> None:
+    """The options every benchmark takes (see :func:`markdown_path` for ``--md-out``)."""
+    p.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    p.add_argument("--json-out", default=None, help="write the raw figures here as JSON")
+    p.add_argument("--md-out", default=None,
+                   help=f"markdown report (default {md_default}, none with --quick)")
+    p.add_argument("--workdir", default=None,
+                   help="where inputs and stores go (default: a temporary directory); files "
+                        "already there are reused")
