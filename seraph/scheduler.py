@@ -31,7 +31,7 @@ import numpy as np
 
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout
-from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks
+from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
 from seraph.stats import RunStats, Trace
@@ -122,20 +122,14 @@ class Run:
         self._outdeg = np.diff(self._csr[0]) if use_push else None
 
     # -- activity -------------------------------------------------------------------------
-    def active_pages(self) -> np.ndarray:
-        """Boolean mask of the pages that need a sweep now."""
-        if self.g.num_pages == 0:
-            return np.zeros(0, dtype=bool)
-        epochs = self.be.block_epochs()[self.blocks]
-        latest = np.full(self.g.num_pages, -2, dtype=np.int64)
-        nonempty = np.diff(self.ptr) > 0
-        latest[nonempty] = np.maximum.reduceat(epochs, self.ptr[:-1][nonempty])
-        return latest >= self.processed
+    def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask of ``pages`` (default: all) that need a sweep now."""
+        pages = np.arange(self.g.num_pages) if pages is None else np.asarray(pages, np.int64)
+        return pages_active(pages, self.ptr, self.blocks, self.be.block_epochs(),
+                            self.processed)
 
     def is_active(self, page: int) -> bool:
-        lo, hi = self.ptr[page], self.ptr[page + 1]
-        return hi > lo and self.be.block_epochs()[self.blocks[lo:hi]].max() >= \
-            self.processed[page]
+        return bool(self.active_pages(np.array([page]))[0])
 
     def pages_of(self, vertices: np.ndarray) -> np.ndarray:
         """Pages holding in-edges of ``vertices``."""
@@ -256,22 +250,27 @@ class Run:
         return self._round_min, self._round_succeeded
 
     def _sweep(self, slots: list[int], pages: list[int], max_sweeps: int = 1,
-               incoming: int | None = None) -> int:
+               incoming: int | None = None, mandatory: int | None = None) -> list[int]:
         """Sweeps pages (already resident in ``slots``) up to ``max_sweeps`` times, stopping
-        early as :meth:`Backend.sweep_until` says; returns the successful updates."""
+        early as :meth:`Backend.sweep_until` says; returns the pages it swept."""
         if not pages:
-            return 0
+            return []
         self.epoch += 1
         start = time.perf_counter()
         predictor = NONE if self.rechecking or self.cfg.schedule == "single" else \
             self.predictor
         res = self.be.sweep_until(slots, pages, predictor, self.threshold, self.epoch,
-                                  max_sweeps, incoming)
+                                  max_sweeps, incoming,
+                                  len(pages) if mandatory is None else mandatory)
         end = time.perf_counter()
-        # Every page of the window pulled after the changes of all but the last sweep, so
-        # only changes from the last one (at its epoch or later) make a page active again.
-        self.epoch += res.sweeps - 1
-        self.processed[pages] = self.epoch
+        # A page has pulled every change made before the pass in which it was last swept,
+        # so only changes from that pass's epoch on make it active again.
+        last = self.epoch + res.sweeps - 1
+        done = res.last_pass_pages
+        self.processed[pages[:done]] = last
+        if res.sweeps > 1:
+            self.processed[pages[done:]] = last - 1
+        self.epoch = last
         s = self.stats
         s.sweeps += res.sweeps
         s.reentries += res.sweeps - 1
@@ -285,7 +284,7 @@ class Run:
             self._round_min = min(self._round_min, res.minimum)
         self.trace.add("compute", start - self.t0, end - self.t0, pages=[int(p) for p in pages],
                        updates=res.succeeded, sweeps=res.sweeps)
-        return res.succeeded
+        return pages if res.sweeps > 1 else pages[:done]
 
     def _place(self, page: int, busy: set[int]) -> int:
         """Puts ``page`` into a slot outside ``busy``, copying only if it is not there yet."""
@@ -317,14 +316,27 @@ class Run:
         return None
 
     def _sweep_window(self, window: list[tuple[int, int]], max_sweeps: int,
-                      incoming: int | None = None) -> int:
-        live = [(s, p) for s, p in window if self.is_active(p)]
-        return self._sweep([s for s, _ in live], [p for _, p in live], max_sweeps, incoming)
+                      incoming: int | None = None, swept: set[int] | None = None) -> None:
+        """Sweeps the window's active pages. With ``swept`` (the pages swept so far this
+        round, updated here), the pages not in it go first and are swept before the sweep
+        may stop for a landed copy: the strong rules count on every active page being swept
+        in every round."""
+        active = self.active_pages(np.array([p for _, p in window], dtype=np.int64))
+        live = [sp for sp, a in zip(window, active, strict=True) if a]
+        mandatory = None
+        if swept is not None:
+            live.sort(key=lambda sp: sp[1] in swept)  # stable: keeps the given order
+            mandatory = sum(p not in swept for _, p in live)
+        done = self._sweep([s for s, _ in live], [p for _, p in live], max_sweeps, incoming,
+                           mandatory)
+        if swept is not None:
+            swept.update(done)
 
     def _pipelined(self, order: np.ndarray) -> None:
         width = self.layout.num_slots - 1
         pending = deque(int(p) for p in order)
         window: list[tuple[int, int]] = []
+        swept: set[int] = set()
         while len(window) < width and (page := self._next_active(pending)) is not None:
             slot = self._place(page, {s for s, _ in window})
             self._landed(slot, page)
@@ -332,8 +344,9 @@ class Run:
         while window:
             page = self._next_active(pending)
             slot = None if page is None else self._place(page, {s for s, _ in window})
-            # Re-sweep the window while it still changes and the next page is in flight.
-            self._sweep_window(window, self.cfg.max_reentries, slot)
+            # Sweep the window, newest page first, and go on re-sweeping it while it still
+            # changes and the next page is in flight.
+            self._sweep_window(window[::-1], self.cfg.max_reentries, slot, swept)
             if slot is None:
                 return
             self._landed(slot, page)

@@ -22,13 +22,15 @@ class SweepResult:
     skipped_strong: int
     skipped_weak: int
     minimum: object  # smallest value written, or the algorithm's infinity
-    sweeps: int = 1
+    sweeps: int = 1  # passes over the window begun
+    last_pass_pages: int = 0  # pages of the window the last pass swept, in the given order
 
     def __add__(self, other: SweepResult) -> SweepResult:
         return SweepResult(self.attempted + other.attempted, self.succeeded + other.succeeded,
                            self.skipped_strong + other.skipped_strong,
                            self.skipped_weak + other.skipped_weak,
-                           min(self.minimum, other.minimum), self.sweeps + other.sweeps)
+                           min(self.minimum, other.minimum), self.sweeps + other.sweeps,
+                           other.last_pass_pages)
 
 
 @dataclass
@@ -103,13 +105,16 @@ class Backend(ABC):
               epoch: int) -> SweepResult: ...
 
     def sweep_until(self, slots: list[int], pages: list[int], predictor: int, threshold,
-                    epoch: int, max_sweeps: int, incoming: int | None = None) -> SweepResult:
-        """Sweeps the window again and again, up to ``max_sweeps`` times, and stops after a
-        sweep that changed nothing or once the copy into slot ``incoming`` has landed.
+                    epoch: int, max_sweeps: int, incoming: int | None = None,
+                    mandatory: int = 1) -> SweepResult:
+        """Sweeps the window again and again, up to ``max_sweeps`` passes, and stops after a
+        pass that changed nothing or once the copy into slot ``incoming`` has landed. The
+        first ``mandatory`` pages (at least one) are always swept.
 
-        Sweep s marks what it changes with epoch ``epoch + s``. Returns the totals, with
-        ``sweeps`` the number of sweeps run. Backends with a persistent kernel override
-        this to loop on the device.
+        Pass s marks what it changes with epoch ``epoch + s``. Returns the totals, with
+        ``sweeps`` the passes begun and ``last_pass_pages`` how many pages (from the first)
+        the last one swept. This host loop stops only between whole passes; backends with a
+        persistent kernel override it to loop on the device and stop between pages.
         """
         total = self.sweep(slots, pages, predictor, threshold, epoch)
         while (total.sweeps < max_sweeps and total.succeeded
@@ -118,6 +123,7 @@ class Backend(ABC):
             total = total + res
             if not res.succeeded:
                 break
+        total.last_pass_pages = len(pages)
         return total
 
     @abstractmethod

@@ -144,3 +144,18 @@ def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
                 blocks[pos] = b
                 pos += 1
     return ptr, blocks
+
+
+@njit(cache=True)
+def pages_active(pages, ptr, blocks, block_epoch, processed):
+    """For each of ``pages``, whether a source block it reads changed at or after the epoch
+    in which it was last swept. Stops at the first such block: on graphs without locality
+    every page reads thousands of blocks, and the first one usually decides."""
+    active = np.zeros(len(pages), dtype=np.bool_)
+    for i in range(len(pages)):
+        p = pages[i]
+        for j in range(ptr[p], ptr[p + 1]):
+            if block_epoch[blocks[j]] >= processed[p]:
+                active[i] = True
+                break
+    return active

@@ -15,6 +15,7 @@ backend's, unchanged.
 from __future__ import annotations
 
 import time
+import weakref
 from importlib import resources
 
 import cupy as cp
@@ -54,20 +55,18 @@ def default_budget() -> int:
     return int(free * 0.9)
 
 
-class _Pinned:
-    """Registers a host array as pinned memory for the lifetime of the backend."""
-
-    def __init__(self, array: np.ndarray):
-        self.array = array
-        self.ptr = array.ctypes.data
-        self.registered = array.nbytes > 0
-        if self.registered:
-            cp.cuda.runtime.hostRegister(self.ptr, array.nbytes, 0)
-
-    def close(self) -> None:
-        if self.registered:
-            cp.cuda.runtime.hostUnregister(self.ptr)
-            self.registered = False
+def _pin(graph, array: np.ndarray) -> None:
+    """Registers one of the graph's page arrays as pinned memory, once per graph: pinning
+    8 GiB takes about 0.6 s, too long to repeat in every run. The pages stay pinned until
+    the graph is garbage-collected."""
+    pinned = graph.__dict__.setdefault("_engine_cache", {}).setdefault("pinned", set())
+    ptr = array.ctypes.data
+    if array.nbytes == 0 or ptr in pinned:
+        return
+    cp.cuda.runtime.hostRegister(ptr, array.nbytes, 0)
+    pinned.add(ptr)
+    # Runs before the graph's arrays are freed; at exit the driver releases everything.
+    weakref.finalize(graph, cp.cuda.runtime.hostUnregister, ptr).atexit = False
 
 
 class CudaBackend(Backend):
@@ -84,7 +83,9 @@ class CudaBackend(Backend):
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
-        self._pinned = [_Pinned(indices)] + ([_Pinned(weights)] if weights is not None else [])
+        for array in (indices, weights):
+            if array is not None:
+                _pin(graph, array)
         self._host_indices, self._host_weights = indices, weights
         with self.compute_stream:
             self.indptr = cp.asarray(indptr)
@@ -96,7 +97,8 @@ class CudaBackend(Backend):
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
             self.counters = cp.zeros(4, dtype=cp.uint64)
             self.minimum = cp.empty(1, dtype=algorithm.dtype)
-            self.control = cp.zeros(2, dtype=cp.int32)  # persistent kernel: sweeps, stop
+            # persistent kernel: passes begun, pages swept in the last one, stop
+            self.control = cp.zeros(3, dtype=cp.int32)
             slots = graph.num_pages if layout.resident else layout.num_slots
             self.slot_indices = cp.empty(max(1, slots * pe), dtype=cp.int32)
             self.slot_weights = cp.empty(max(1, slots * pe) if weights is not None else 1,
@@ -177,17 +179,18 @@ class CudaBackend(Backend):
         return self._launch(slots, pages, predictor, threshold, epoch, None)
 
     def sweep_until(self, slots, pages, predictor, threshold, epoch, max_sweeps,
-                    incoming=None) -> SweepResult:
+                    incoming=None, mandatory=1) -> SweepResult:
         if max_sweeps == 1 or not self._persistent_grid:
             return super().sweep_until(slots, pages, predictor, threshold, epoch, max_sweeps,
-                                       incoming)
+                                       incoming, mandatory)
         expected = self._slot_seq[incoming] if incoming is not None else 0
         return self._launch(slots, pages, predictor, threshold, epoch,
-                            (max_sweeps, -1 if incoming is None else incoming, expected))
+                            (max_sweeps, -1 if incoming is None else incoming, expected,
+                             max(1, mandatory)))
 
     def _launch(self, slots, pages, predictor, threshold, epoch, persistent) -> SweepResult:
         """One sweep, or with ``persistent = (max_sweeps, incoming slot or -1, expected
-        sequence number)`` the persistent kernel's repeated sweeps."""
+        sequence number, mandatory pages)`` the persistent kernel's repeated sweeps."""
         g, alg = self.graph, self.algorithm
         first = g.page_first_vertex[pages]
         counts = g.page_last_vertex[pages] + 1 - first
@@ -213,18 +216,18 @@ class CudaBackend(Backend):
             if persistent is None:
                 blocks = max(1, min(self._grid, -(-warps * 32 // _THREADS)))
                 self._kernel((blocks,), (_THREADS,), args)
-                sweeps = 1
+                sweeps, last_pages = 1, len(pages)
             else:
-                max_sweeps, incoming, expected = persistent
+                max_sweeps, incoming, expected, mandatory = persistent
                 blocks = max(1, min(self._persistent_grid, -(-warps * 32 // _THREADS)))
                 self._persistent((blocks,), (_THREADS,), args + (
                     np.int32(max_sweeps), self.landed_seq, np.int32(incoming),
-                    np.int64(expected), self.control))
-                sweeps = int(self.control.get(stream=self.compute_stream)[0])
+                    np.int64(expected), np.int32(mandatory), self.control))
+                sweeps, last_pages, _ = self.control.get(stream=self.compute_stream).tolist()
             counters = self.counters.get(stream=self.compute_stream)
             minimum = self.minimum.get(stream=self.compute_stream)[0]
         self._epochs_cache = None
-        return SweepResult(*(int(c) for c in counters), minimum, sweeps)
+        return SweepResult(*(int(c) for c in counters), minimum, sweeps, last_pages)
 
     # -- vertex state ---------------------------------------------------------------------
     def set_values(self, values: np.ndarray) -> None:
@@ -279,5 +282,3 @@ class CudaBackend(Backend):
         self.copy_stream.synchronize()
         self.compute_stream.synchronize()
         self.peak_memory = max(self.peak_memory, cp.get_default_memory_pool().total_bytes())
-        for pinned in self._pinned:
-            pinned.close()

@@ -14,10 +14,13 @@
 //
 // Two entry points share the sweep: `pull_window_*` sweeps the window once, and
 // `pull_persistent_*` (launched cooperatively, grid no larger than the co-resident blocks)
-// sweeps it again and again with a grid-wide sync between sweeps. It stops after a sweep
-// that changed nothing, after `max_sweeps`, or once the copy into the incoming slot has
-// landed: the copy stream writes the load's sequence number into `landed_seq[slot]` right
-// after the page's bytes, so the kernel sees the landing without a host round-trip.
+// sweeps it again and again, one page at a time with a grid-wide sync after each page.
+// The window's first `mandatory` pages (those not yet swept this round: the strong rules
+// need every active page swept in every round) are always swept; after them the kernel
+// stops as soon as the copy into the incoming slot has landed, after a whole pass over the window
+// that changed nothing, or after `max_sweeps` passes. The copy stream writes the load's
+// sequence number into `landed_seq[slot]` right after the page's bytes, so the kernel
+// sees the landing without a host round-trip, and at most one page's sweep overruns it.
 //
 // The weak predictor's packed table is uint8[4][S] (rows attempt, on_success, on_failure,
 // next) in shared memory; the high bit of a state byte (OWES) marks "skipped since its last
@@ -104,22 +107,23 @@ __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V
     __syncthreads();
 }
 
-// One sweep over the window's (page, destination vertex) items, a warp per item.
+// One sweep over the (page, destination vertex) items of window pages
+// [first_page, end_page), a warp per item.
 template <typename V>
 __device__ void sweep_window(
     SweepShared<V>& sh, const long long* __restrict__ pages,
     const long long* __restrict__ offsets, const long long* __restrict__ vertex_prefix,
-    int num_window_pages, const long long* __restrict__ page_first, long long page_edges,
+    const long long* __restrict__ page_first, long long page_edges,
     long long num_edges, const long long* __restrict__ indptr, const int* __restrict__ indices,
     const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
     int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
-    int block_shift, long long epoch) {
+    int block_shift, long long epoch, int first_page, int end_page) {
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    const long long total = vertex_prefix[num_window_pages];
-    int k = 0;
-    for (long long item = warp; item < total; item += num_warps) {
+    const long long end = vertex_prefix[end_page];
+    int k = first_page;
+    for (long long item = vertex_prefix[first_page] + warp; item < end; item += num_warps) {
         while (vertex_prefix[k + 1] <= item) ++k;  // items rise monotonically per warp
         const long long page = pages[k];
         const long long base = page * page_edges;
@@ -175,47 +179,52 @@ __device__ void sweep_window(
 #define PULL_TAIL                                                                            \
     const unsigned char *table, int num_states, unsigned char *states, unsigned char *changed, \
         long long *block_epoch, int block_shift, long long epoch, unsigned long long *counters
-#define SWEEP_CALL(EPOCH)                                                                    \
-    sh, pages, offsets, vertex_prefix, num_window_pages, page_first, page_edges, num_edges,  \
+#define SWEEP_CALL(EPOCH, FIRST, END)                                                        \
+    sh, pages, offsets, vertex_prefix, page_first, page_edges, num_edges,                    \
         indptr, indices, weights, values, mode, inf, predictor, threshold, num_states, states, \
-        changed, block_epoch, block_shift, EPOCH
+        changed, block_epoch, block_shift, EPOCH, FIRST, END
 
 template <typename V>
 __device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor, V threshold,
                           PULL_TAIL, V* min_written) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, table, num_states, predictor, inf);
-    sweep_window<V>(SWEEP_CALL(epoch));
+    sweep_window<V>(SWEEP_CALL(epoch, 0, num_window_pages));
     flush_shared(sh, counters, min_written, inf);
 }
 
-// control[0]: sweeps done. Sweep s marks the blocks it changes with epoch + s, so the
-// scheduler can tell the changes of the last sweep (not yet pulled by any page of the
-// window) from earlier ones.
+// control: [0] passes begun, [1] pages swept in the last of them, [2] stop. Pass s marks
+// the blocks it changes with epoch + s, so the scheduler can tell which changes a page has
+// already pulled.
 template <typename V>
 __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predictor,
                                 V threshold, PULL_TAIL, V* min_written, int max_sweeps,
                                 const long long* landed_seq, int incoming_slot,
-                                long long expected_seq, int* control) {
+                                long long expected_seq, int mandatory, int* control) {
     __shared__ SweepShared<V> sh;
     __shared__ int stop;
     cg::grid_group grid = cg::this_grid();
     init_shared(sh, table, num_states, predictor, inf);
-    unsigned long long succeeded_before = 0;  // read by block 0's thread 0 only
-    for (int s = 0; s < max_sweeps; ++s) {
-        sweep_window<V>(SWEEP_CALL(epoch + s));
+    unsigned long long pass_start = 0;  // successes before this pass (block 0 thread 0)
+    for (long long unit = 0;; ++unit) {
+        const int pass = (int)(unit / num_window_pages);
+        const int page = (int)(unit % num_window_pages);
+        sweep_window<V>(SWEEP_CALL(epoch + pass, page, page + 1));
         flush_shared(sh, counters, min_written, inf);
-        grid.sync();  // every block's updates and counts of sweep s are visible
+        grid.sync();  // every block's updates and counts of this page are visible
         if (blockIdx.x == 0 && threadIdx.x == 0) {
+            const bool pass_end = page + 1 == num_window_pages;
             const unsigned long long succeeded = counters[SUCCEEDED];
-            const bool landed = incoming_slot >= 0 &&
+            const bool landed = incoming_slot >= 0 && unit + 1 >= mandatory &&
                 *((volatile const long long*)&landed_seq[incoming_slot]) >= expected_seq;
-            control[0] = s + 1;
-            control[1] = succeeded == succeeded_before || landed || s + 1 == max_sweeps;
-            succeeded_before = succeeded;
+            control[0] = pass + 1;
+            control[1] = page + 1;
+            control[2] = landed || (pass_end && (succeeded == pass_start ||
+                                                 pass + 1 == max_sweeps));
+            if (pass_end) pass_start = succeeded;
         }
         grid.sync();  // every block reads the same decision
-        if (threadIdx.x == 0) stop = *((volatile int*)&control[1]);
+        if (threadIdx.x == 0) stop = *((volatile int*)&control[2]);
         __syncthreads();
         if (stop) break;
     }
@@ -233,12 +242,13 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
     extern "C" __global__ void pull_persistent_##SUFFIX(                                     \
         PULL_ARGS, V *values, int mode, V inf, int predictor, V threshold, PULL_TAIL,        \
         V *min_written, int max_sweeps, const long long *landed_seq, int incoming_slot,      \
-        long long expected_seq, int *control) {                                              \
+        long long expected_seq, int mandatory, int *control) {                               \
         pull_persistent<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,      \
                            page_edges, num_edges, indptr, indices, weights, values, mode,    \
                            inf, predictor, threshold, table, num_states, states, changed,    \
                            block_epoch, block_shift, epoch, counters, min_written,           \
-                           max_sweeps, landed_seq, incoming_slot, expected_seq, control);    \
+                           max_sweeps, landed_seq, incoming_slot, expected_seq, mandatory,   \
+                           control);                                                         \
     }
 
 ENTRY_POINTS(i32, int)
