@@ -1,5 +1,6 @@
 """Mistakes users make with the Python API raise Seraph's errors with messages that say what
-to do, never a traceback from deep inside numpy or numba."""
+to do, never a traceback from deep inside numpy or numba, on every backend (the ``device``
+fixture of conftest.py)."""
 
 from __future__ import annotations
 
@@ -30,54 +31,54 @@ def weighted() -> seraph.Graph:
 
 @pytest.mark.parametrize("source", [-1, 7, 10**12])
 @pytest.mark.parametrize("run", [seraph.bfs, seraph.sssp])
-def test_a_source_out_of_range_names_the_valid_range(run, source, weighted):
+def test_a_source_out_of_range_names_the_valid_range(run, source, weighted, device):
     with pytest.raises(InputError, match=r"out of range.*0\.\.6"):
-        run(weighted, source, device="cpu")
+        run(weighted, source, device=device)
 
 
 @pytest.mark.parametrize("source", [1.5, 2.0, "1", True, None])
-def test_a_source_that_is_not_an_integer_is_refused(source, directed):
+def test_a_source_that_is_not_an_integer_is_refused(source, directed, device):
     with pytest.raises(InputError, match="integer|required"):
-        seraph.bfs(directed, source, device="cpu")
+        seraph.bfs(directed, source, device=device)
 
 
-def test_numpy_integer_sources_are_fine(directed):
-    assert seraph.bfs(directed, np.int64(2), device="cpu").levels[2] == 0
+def test_numpy_integer_sources_are_fine(directed, device):
+    assert seraph.bfs(directed, np.int64(2), device=device).levels[2] == 0
 
 
-def test_sssp_on_an_unweighted_graph_suggests_bfs_or_weights(directed):
+def test_sssp_on_an_unweighted_graph_suggests_bfs_or_weights(directed, device):
     with pytest.raises(InputError, match="unweighted") as err:
-        seraph.sssp(directed, 0, device="cpu")
+        seraph.sssp(directed, 0, device=device)
     assert "bfs" in str(err.value) and "--weights" in str(err.value)
 
 
-def test_cc_on_a_directed_graph_suggests_symmetrize(directed):
+def test_cc_on_a_directed_graph_suggests_symmetrize(directed, device):
     with pytest.raises(InputError, match="--symmetrize"):
-        seraph.connected_components(directed, device="cpu")
+        seraph.connected_components(directed, device=device)
 
 
-def test_a_graph_that_is_not_a_graph_is_refused():
+def test_a_graph_that_is_not_a_graph_is_refused(device):
     with pytest.raises(InputError, match="expected a seraph.Graph or a store path"):
-        seraph.bfs(np.zeros((3, 3)), 0, device="cpu")
+        seraph.bfs(np.zeros((3, 3)), 0, device=device)
 
 
 @pytest.mark.parametrize("predictor, weak", [("strong", 0), ("weak", 1)])
-def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak):
+def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak, device):
     n = directed.num_vertices
     # values 4, CSC indptr 8, changed flag 1, weak state 1, 8, then one epoch per block
     # (a block per vertex below 4096 vertices); plus two 4-byte-per-edge page slots
     minimum = n * (4 + 8 + 1 + weak) + 8 + n * 8 + 2 * PAGE_EDGES * 4
     with pytest.raises(DeviceError, match=rf"minimum is .*\({minimum} bytes\)"):
-        seraph.bfs(directed, 0, device="cpu", predictor=predictor, device_memory=minimum - 1)
-    stats = seraph.bfs(directed, 0, device="cpu", predictor=predictor,
+        seraph.bfs(directed, 0, device=device, predictor=predictor, device_memory=minimum - 1)
+    stats = seraph.bfs(directed, 0, device=device, predictor=predictor,
                        device_memory=minimum).stats
     assert (stats.num_slots, stats.resident) == (2, False)
 
 
-def test_a_budget_can_be_written_with_units(directed):
-    assert seraph.bfs(directed, 0, device="cpu", device_memory="1MiB").stats.resident
+def test_a_budget_can_be_written_with_units(directed, device):
+    assert seraph.bfs(directed, 0, device=device, device_memory="1MiB").stats.resident
     with pytest.raises(ConfigError, match="cannot read size"):
-        seraph.bfs(directed, 0, device="cpu", device_memory="lots")
+        seraph.bfs(directed, 0, device=device, device_memory="lots")
 
 
 @pytest.mark.parametrize("option, value, match", [
@@ -88,8 +89,9 @@ def test_a_budget_can_be_written_with_units(directed):
     ("max_reentries", 0, "at least 1"),
     ("warp_speed", 9, "unknown engine option"),
 ])
-def test_unknown_or_invalid_options_are_config_errors(directed, option, value, match):
-    options = {"device": "cpu", option: value}
+def test_unknown_or_invalid_options_are_config_errors(directed, option, value, match,
+                                                     device):
+    options = {"device": device, option: value}
     with pytest.raises(ConfigError, match=match):
         seraph.bfs(directed, 0, **options)
 
@@ -107,22 +109,28 @@ def test_auto_without_a_gpu_warns_and_runs_on_the_cpu(directed):
     assert stats.device == "cpu"
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_status()[0], reason=f"no usable GPU: {cuda_status()[1]}")
+def test_auto_with_a_gpu_runs_on_it(directed):
+    assert seraph.bfs(directed, 0, device="auto").stats.device == "cuda"
+
+
 @pytest.mark.parametrize("predictor", ["weak", "auto", "strong"])
 def test_a_bad_diagram_is_a_config_error_whatever_the_predictor(directed, tmp_path,
-                                                                 predictor):
+                                                                 predictor, device):
     with pytest.raises(ConfigError, match="cannot read predictor diagram"):
-        seraph.bfs(directed, 0, device="cpu", predictor=predictor,
+        seraph.bfs(directed, 0, device=device, predictor=predictor,
                    diagram=tmp_path / "missing.toml")
     with pytest.raises(ConfigError, match="unknown predictor diagram 'nope'"):
-        seraph.bfs(directed, 0, device="cpu", predictor=predictor, diagram="nope")
+        seraph.bfs(directed, 0, device=device, predictor=predictor, diagram="nope")
     broken = tmp_path / "broken.toml"
     broken.write_text("initial = 0\n[states.0]\nattempt = true\n")
     with pytest.raises(ConfigError, match="broken.toml: state 0: missing transition"):
-        seraph.bfs(directed, 0, device="cpu", predictor=predictor, diagram=broken)
+        seraph.bfs(directed, 0, device=device, predictor=predictor, diagram=broken)
 
 
-def test_a_diagram_selects_the_weak_predictor_unless_one_is_named(directed):
-    stats = seraph.bfs(directed, 0, device="cpu", diagram="seraph").stats
+def test_a_diagram_selects_the_weak_predictor_unless_one_is_named(directed, device):
+    stats = seraph.bfs(directed, 0, device=device, diagram="seraph").stats
     assert stats.predictor == "weak"
-    stats = seraph.bfs(directed, 0, device="cpu", diagram="seraph", predictor="none").stats
+    stats = seraph.bfs(directed, 0, device=device, diagram="seraph", predictor="none").stats
     assert stats.predictor == "none"

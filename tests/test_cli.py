@@ -1,4 +1,6 @@
-"""The `seraph` command line end to end: generate, preprocess, info, run, demo, errors."""
+"""The `seraph` command line end to end: generate, preprocess, info, run, demo, errors.
+
+``run`` and ``demo`` go through every backend (the ``device`` fixture of conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,12 +8,14 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import seraph
+from seraph.api import cuda_status
 from seraph.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,40 +43,40 @@ def test_info_text_and_json(rmat_store, capsys):
 
 
 @pytest.mark.parametrize("algorithm", ["bfs", "cc", "sssp"])
-def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorithm):
+def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorithm, device):
     out = tmp_path / "result.npy"
     trace = tmp_path / "trace.json"
     hub = int(np.argmax(seraph.open_graph(rmat_store).out_degrees()))
     # 24 KiB holds the vertex state and three of the eleven 4 KiB page slots.
-    code = main(["run", algorithm, str(rmat_store), "--source", str(hub), "--device", "cpu",
+    code = main(["run", algorithm, str(rmat_store), "--source", str(hub), "--device", device,
                  "--gpu-memory", "24KiB", "--push-alpha", "0", "--validate", "--json",
                  "--output", str(out), "--trace", str(trace)])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["validation"] == "ok"
+    assert code == 0 and report["validation"] == "ok" and report["stats"]["device"] == device
     assert report["stats"]["pages_transferred"] > 0 and not report["stats"]["resident"]
     assert len(np.load(out)) == 512
     events = json.loads(trace.read_text())["events"]
     assert {e["kind"] for e in events} >= {"copy", "compute"}
 
 
-def test_run_npz_output_and_predecessors(rmat_store, tmp_path, capsys):
+def test_run_npz_output_and_predecessors(rmat_store, tmp_path, capsys, device):
     out = tmp_path / "r.npz"
-    assert main(["run", "bfs", str(rmat_store), "--source", "3", "--device", "cpu",
+    assert main(["run", "bfs", str(rmat_store), "--source", "3", "--device", device,
                  "--predecessors", "--output", str(out), "-q"]) == 0
     data = np.load(out)
     assert set(data.files) == {"vertex_id", "value", "predecessors"}
     assert data["predecessors"][3] == -1
 
 
-def test_run_config_file(rmat_store, tmp_path, capsys):
+def test_run_config_file(rmat_store, tmp_path, capsys, device):
     cfg = tmp_path / "run.toml"
     cfg.write_text('schedule = "reentry"\npredictor = "none"\nsource = 5\n'
-                   'device = "cpu"\ndevice_memory = "64KiB"\n')
+                   f'device = "{device}"\ndevice_memory = "64KiB"\n')
     assert main(["run", "sssp", str(rmat_store), "--config", str(cfg), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["source"] == 5
     assert report["stats"]["schedule"] == "reentry"
-    assert report["stats"]["predictor"] == "none"
+    assert report["stats"]["predictor"] == "none" and report["stats"]["device"] == device
     cfg.write_text('schedul = "reentry"\n')
     assert main(["run", "sssp", str(rmat_store), "--config", str(cfg)]) == 2
     assert "unknown key(s) schedul" in capsys.readouterr().err
@@ -81,24 +85,30 @@ def test_run_config_file(rmat_store, tmp_path, capsys):
 @pytest.mark.parametrize(("args", "message"), [
     (["--source", "100000"], "out of range"),
     (["--gpu-memory", "1KiB"], "the minimum is"),
-    (["--device", "cuda"], "no usable GPU"),
 ])
-def test_run_errors(rmat_store, capsys, args, message):
-    if "cuda" in args and seraph.api.cuda_status()[0]:
-        pytest.skip("a GPU is present")
-    assert main(["run", "bfs", str(rmat_store), *args]) == 2
+def test_run_errors(rmat_store, capsys, args, message, device):
+    assert main(["run", "bfs", str(rmat_store), "--device", device, *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("seraph: error:") and message in err
 
 
-def test_algorithm_preconditions(tmp_path, capsys):
+@pytest.mark.skipif(cuda_status()[0], reason="a usable GPU is present")
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_device_cuda_without_a_gpu_is_an_error(rmat_store, capsys, command):
+    args = ["run", "bfs", str(rmat_store)] if command == "run" else ["demo", "--scale", "4"]
+    assert main([*args, "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seraph: error:") and "no usable GPU" in err
+
+
+def test_algorithm_preconditions(tmp_path, capsys, device):
     edges = tmp_path / "g.el"
     edges.write_text("0 1\n1 2\n")
     store = tmp_path / "g.zarr"
     assert main(["preprocess", str(edges), "-o", str(store), "-q"]) == 0
-    assert main(["run", "sssp", str(store), "--device", "cpu"]) == 2
+    assert main(["run", "sssp", str(store), "--device", device]) == 2
     assert "use bfs" in capsys.readouterr().err
-    assert main(["run", "cc", str(store), "--device", "cpu"]) == 2
+    assert main(["run", "cc", str(store), "--device", device]) == 2
     assert "--symmetrize" in capsys.readouterr().err
 
 
@@ -117,9 +127,12 @@ def test_preprocess_bad_line_and_existing_output(tmp_path, capsys):
     assert main(["preprocess", str(edges), "-o", str(store), "--force", "-q"]) == 0
 
 
-def test_demo_runs_and_checks(capsys):
-    assert main(["demo", "--scale", "8", "--page-edges", "256", "--device", "cpu"]) == 0
+def test_demo_runs_and_checks(capsys, monkeypatch, tmp_path, device):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the demo's store goes here
+    assert main(["demo", "--scale", "8", "--page-edges", "256", "--device", device]) == 0
     out = capsys.readouterr().out
+    assert f"Seraph demo on the {device} backend" in out
+    assert not list(tmp_path.iterdir())  # and is removed
     assert re.search(r"^BFS .* ok\s*$", out, re.MULTILINE)
     assert re.search(r"^SSSP .* ok\s*$", out, re.MULTILINE)
 

@@ -1,4 +1,8 @@
-"""The CUDA backend gives the CPU backend's answers bit for bit (runs only with a GPU)."""
+"""The CUDA backend gives the CPU backend's answers bit for bit (runs only with a GPU).
+
+The rest of the suite runs on the CUDA backend too, through the ``device`` fixture of
+conftest.py: answers against scipy, stats, paging, budgets and errors. This file holds the
+direct comparisons of the two backends."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ import seraph
 from seraph.api import cuda_status
 from seraph.backends.base import Layout
 
-pytestmark = pytest.mark.skipif(not cuda_status()[0], reason="no usable GPU: "
-                                + cuda_status()[1])
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not cuda_status()[0], reason="no usable GPU: "
+                                 + cuda_status()[1])]
 
 
 def random_graph(seed: int, n: int, m: int, page_edges: int) -> seraph.Graph:
@@ -50,19 +55,3 @@ def test_cuda_matches_cpu(seed, page_edges, schedule, predictor):
                 assert res.stats.device == "cuda"
                 np.testing.assert_array_equal(got, want)
 
-
-def test_cuda_budget_too_small_states_minimum():
-    graph = random_graph(0, 300, 1500, 64)
-    with pytest.raises(seraph.DeviceError, match="the minimum is"):
-        seraph.bfs(graph, 0, device="cuda", device_memory=1024)
-
-
-def test_cuda_paging_moves_pages_and_resident_does_not_after_upload():
-    graph = random_graph(1, 2000, 20000, 256)
-    hub = int(np.argmax(graph.out_degrees()))
-    layout = Layout.plan(graph, False, None)
-    paged = seraph.bfs(graph, hub, device="cuda", push_alpha=0, predictor="strong",
-                       device_memory=layout.state_bytes + 4 * layout.slot_bytes)
-    assert not paged.stats.resident and paged.stats.pages_transferred > graph.num_pages
-    resident = seraph.bfs(graph, hub, device="cuda", push_alpha=0)
-    assert resident.stats.resident and resident.stats.pages_transferred == graph.num_pages

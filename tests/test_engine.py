@@ -1,5 +1,6 @@
-"""The CPU engine is exact: BFS, SSSP and CC equal scipy.sparse.csgraph's answers under every
-schedule, predictor, page size, memory budget and push threshold.
+"""The engine is exact: BFS, SSSP and CC equal scipy.sparse.csgraph's answers under every
+schedule, predictor, page size, memory budget and push threshold, on every backend (each
+test takes the ``device`` fixture of conftest.py; its cuda copies run only with a GPU).
 
 Hypothesis draws small graphs together with one configuration each; a deterministic sweep
 runs the full cross product of configurations on three fixed graphs; named shapes (chains,
@@ -119,22 +120,24 @@ class Config:
     def weak(self) -> bool:
         return self.schedule != "single" and self.predictor in ("weak", "sleepy")
 
-    def options(self, graph: Graph, sleepy: Path) -> dict:
-        opts = dict(device="cpu", schedule=self.schedule, push_alpha=self.alpha,
+    def options(self, graph: Graph, sleepy: Path, device: str, algorithm: str) -> dict:
+        opts = dict(device=device, schedule=self.schedule, push_alpha=self.alpha,
                     predictor="weak" if self.predictor == "sleepy" else self.predictor)
         if self.predictor == "sleepy":
             opts["diagram"] = str(sleepy)
         if self.slots is not None:
-            opts["device_memory"] = budget(graph, self.slots, self.weak)
+            opts["device_memory"] = budget(graph, self.slots, self.weak, algorithm)
         return opts
 
 
-def budget(graph: Graph, slots: int, weak: bool) -> int:
+def budget(graph: Graph, slots: int, weak: bool, algorithm: str) -> int:
     """Bytes for the vertex state plus ``slots`` page slots: per vertex a value (4), CSC
-    indptr (8), changed flag (1) and weak state (1); 8; and an epoch (8) per source block."""
+    indptr (8), changed flag (1) and weak state (1); 8; and an epoch (8) per source block.
+    A slot holds a page's indices (4 bytes an edge), and its weights (4) for SSSP only."""
     n, blocks = graph.num_vertices, Layout.plan(graph, weak, None).num_blocks
     state = n * (4 + 8 + 1 + weak) + 8 + blocks * 8
-    return state + slots * graph.page_edges * (8 if graph.weighted else 4)
+    weights = algorithm == "sssp" and graph.weighted
+    return state + slots * graph.page_edges * (8 if weights else 4)
 
 
 def solve(algorithm: str, graph: Graph, source: int, options: dict, predecessors=False):
@@ -155,10 +158,11 @@ def answer(algorithm: str, result) -> np.ndarray:
 
 
 def check_run(algorithm: str, edges: Edges, source: int, cfg: Config, sleepy: Path,
-              graph: Graph | None = None):
-    """Runs one configuration and checks its answer and its stats; returns the result."""
+              device: str, graph: Graph | None = None):
+    """Runs one configuration on ``device`` and checks its answer and its stats; returns the
+    result."""
     graph = graph or edges.graph(cfg.page_edges)
-    result = solve(algorithm, graph, source, cfg.options(graph, sleepy))
+    result = solve(algorithm, graph, source, cfg.options(graph, sleepy, device, algorithm))
     got, want = answer(algorithm, result), expected(algorithm, edges, source)
     if algorithm == "sssp" and not edges.integral:
         np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=str(cfg))
@@ -166,14 +170,27 @@ def check_run(algorithm: str, edges: Edges, source: int, cfg: Config, sleepy: Pa
         np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=str(cfg))
     if algorithm == "cc":
         assert result.num_components == len(np.unique(want))
-    check_stats(result.stats, cfg, graph)
+    check_stats(result.stats, cfg, graph, device)
     return result
 
 
-def check_stats(stats, cfg: Config, graph: Graph) -> None:
+def check_resident(stats, graph: Graph, device: str) -> None:
+    """A resident graph never pages: the CPU backend reads it in place, the CUDA backend
+    uploads each page once (with its weights for SSSP only)."""
+    assert stats.resident and stats.device == device
+    if device == "cpu" or graph.num_edges == 0:
+        assert stats.pages_transferred == stats.bytes_h2d == 0
+    else:
+        weights = stats.algorithm == "sssp" and graph.weighted
+        assert stats.pages_transferred == graph.num_pages
+        assert stats.bytes_h2d == graph.num_edges * (8 if weights else 4)
+
+
+def check_stats(stats, cfg: Config, graph: Graph, device: str) -> None:
     """What the configuration promises about every run."""
+    assert stats.device == device
     if cfg.slots is None or graph.num_pages <= cfg.slots:
-        assert stats.resident and stats.pages_transferred == 0 and stats.bytes_h2d == 0
+        check_resident(stats, graph, device)
     else:
         assert not stats.resident and stats.num_slots == cfg.slots
         # Slots start empty, so sweeping anything means copying it first.
@@ -226,20 +243,20 @@ HYPOTHESIS = settings(max_examples=60, deadline=None,
 
 @HYPOTHESIS
 @given(case=inputs(weighted=False), cfg=configs)
-def test_bfs_levels_equal_scipy(case, cfg, sleepy):
-    check_run("bfs", *case, cfg, sleepy)
+def test_bfs_levels_equal_scipy(case, cfg, sleepy, device):
+    check_run("bfs", *case, cfg, sleepy, device)
 
 
 @HYPOTHESIS
 @given(case=inputs(weighted=True), cfg=configs)
-def test_sssp_distances_equal_scipy(case, cfg, sleepy):
-    check_run("sssp", *case, cfg, sleepy)
+def test_sssp_distances_equal_scipy(case, cfg, sleepy, device):
+    check_run("sssp", *case, cfg, sleepy, device)
 
 
 @HYPOTHESIS
 @given(case=inputs(weighted=False, symmetric=True), cfg=configs)
-def test_cc_labels_equal_scipy(case, cfg, sleepy):
-    check_run("cc", *case, cfg, sleepy)
+def test_cc_labels_equal_scipy(case, cfg, sleepy, device):
+    check_run("cc", *case, cfg, sleepy, device)
 
 
 # -- the full cross product on fixed graphs -------------------------------------------------
@@ -306,7 +323,7 @@ def _sweep_params():
 
 
 @pytest.mark.parametrize("name, algorithm, schedule, predictor", list(_sweep_params()))
-def test_every_configuration_is_exact(name, algorithm, schedule, predictor, sleepy):
+def test_every_configuration_is_exact(name, algorithm, schedule, predictor, sleepy, device):
     edges, source = FIXED[name]
     if algorithm == "cc":
         edges = dataclasses.replace(edges, weight=None, symmetric=True)
@@ -317,7 +334,7 @@ def test_every_configuration_is_exact(name, algorithm, schedule, predictor, slee
         for slots in SLOTS:
             for alpha in alphas:
                 cfg = Config(schedule, predictor, page_edges, slots, alpha)
-                check_run(algorithm, edges, source, cfg, sleepy, graph)
+                check_run(algorithm, edges, source, cfg, sleepy, device, graph)
 
 
 # -- shapes random graphs rarely produce ----------------------------------------------------
@@ -353,15 +370,15 @@ SHAPE_CONFIGS = [
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_shapes(shape, algorithm, sleepy):
+def test_shapes(shape, algorithm, sleepy, device):
     edges, source = SHAPES[shape]
     if algorithm == "cc":
         edges = dataclasses.replace(edges, weight=None, symmetric=True)
     for cfg in SHAPE_CONFIGS:
-        check_run(algorithm, edges, source, cfg, sleepy)
+        check_run(algorithm, edges, source, cfg, sleepy, device)
 
 
-def test_big_pages_and_source_blocks_of_several_vertices(sleepy):
+def test_big_pages_and_source_blocks_of_several_vertices(sleepy, device):
     """Above 4096 vertices a source block (the unit of page activity) spans several
     vertices; pages of SERIAL_EDGES edges or more are pulled by several threads."""
     rng = np.random.default_rng(11)
@@ -377,7 +394,7 @@ def test_big_pages_and_source_blocks_of_several_vertices(sleepy):
                     Config("reentry", "sleepy", SERIAL_EDGES, 3, 0.0),
                     Config("single", "none", SERIAL_EDGES, 2, 0.0),
                     Config("pipelined", "weak", SERIAL_EDGES, None, 20.0)):
-            check_run(algorithm, edges, 0, cfg, sleepy, graph)
+            check_run(algorithm, edges, 0, cfg, sleepy, device, graph)
 
 
 # -- predecessors -------------------------------------------------------------------------
@@ -407,86 +424,102 @@ def check_predecessors(algorithm: str, edges: Edges, source: int, result) -> Non
 
 @HYPOTHESIS
 @given(case=inputs(weighted=True), cfg=configs, algorithm=st.sampled_from(["bfs", "sssp"]))
-def test_predecessors_are_tight_and_lead_to_the_source(case, cfg, algorithm, sleepy):
+def test_predecessors_are_tight_and_lead_to_the_source(case, cfg, algorithm, sleepy, device):
     edges, source = case
     graph = edges.graph(cfg.page_edges)
-    result = solve(algorithm, graph, source, cfg.options(graph, sleepy), predecessors=True)
+    result = solve(algorithm, graph, source, cfg.options(graph, sleepy, device, algorithm),
+                   predecessors=True)
     check_predecessors(algorithm, edges, source, result)
 
 
-def test_predecessors_with_zero_weight_cycles():
+def test_predecessors_with_zero_weight_cycles(device):
     # 0 -> 1 -> 2 -> 0 and 2 -> 3 -> 1 are zero-weight cycles through the source 1.
     edges = Edges(6, (0, 1, 2, 2, 3, 3), (1, 2, 0, 3, 1, 4), (0.0, 0.0, 0.0, 0.0, 0.0, 2.0))
     for page_edges in (1, 4):
-        result = solve("sssp", edges.graph(page_edges), 1, {"device": "cpu"},
+        result = solve("sssp", edges.graph(page_edges), 1, {"device": device},
                        predecessors=True)
         np.testing.assert_array_equal(result.distances, [0, 0, 0, 0, 2, np.inf])
         check_predecessors("sssp", edges, 1, result)
 
 
-def test_results_speak_the_input_ids_of_a_relabelled_graph():
+def test_results_speak_the_input_ids_of_a_relabelled_graph(device):
     """Sparse input ids are numbered 0..n-1 inside; sources, predecessors and labels are
     input ids, and position i of a result is vertex ``vertex_ids[i]``."""
     src, dst = np.array([10, 10**6, 5, 77]), np.array([10**6, 5, 10, 99])
     graph = Graph.from_edges(src, dst, np.array([1, 2, 3, 4], np.float32))
     np.testing.assert_array_equal(graph.vertex_ids, [5, 10, 77, 99, 10**6])
-    bfs = seraph.bfs(graph, 10**6, device="cpu", predecessors=True)
+    bfs = seraph.bfs(graph, 10**6, device=device, predecessors=True)
     np.testing.assert_array_equal(bfs.levels, [1, 2, -1, -1, 0])
     np.testing.assert_array_equal(bfs.predecessors, [10**6, 5, -1, -1, -1])
-    sssp = seraph.sssp(graph, 10, device="cpu", predecessors=True)
+    sssp = seraph.sssp(graph, 10, device=device, predecessors=True)
     np.testing.assert_array_equal(sssp.distances, [3, 0, np.inf, np.inf, 1])
     np.testing.assert_array_equal(sssp.predecessors, [10**6, -1, -1, -1, 10])
     cc = seraph.connected_components(Graph.from_edges(src, dst, symmetrize=True),
-                                     device="cpu")
+                                     device=device)
     np.testing.assert_array_equal(cc.labels, [5, 5, 77, 77, 5])
     assert cc.num_components == 2
 
 
 # -- what the stats promise -------------------------------------------------------------------
-def test_a_two_slot_budget_pages_and_no_budget_does_not():
+def test_a_two_slot_budget_pages_and_no_budget_does_not(device):
     edges, source = FIXED["random"]
     graph = cached_graph(edges, 4)
-    paged = seraph.bfs(graph, source, device="cpu", push_alpha=0,
-                       device_memory=budget(graph, 2, weak=False)).stats
+    paged = seraph.bfs(graph, source, device=device, push_alpha=0,
+                       device_memory=budget(graph, 2, False, "bfs")).stats
     assert (paged.num_slots, paged.resident) == (2, False)
     assert paged.pages_transferred > graph.num_pages  # more than one pass
     assert paged.bytes_h2d > 0
-    resident = seraph.bfs(graph, source, device="cpu", push_alpha=0).stats
-    assert resident.resident and resident.pages_transferred == resident.bytes_h2d == 0
+    check_resident(seraph.bfs(graph, source, device=device, push_alpha=0).stats, graph, device)
 
 
-def test_the_strong_predictor_skips_converged_vertices_on_a_chain():
+def test_the_strong_predictor_skips_converged_vertices_on_a_chain(device):
     # Every chain vertex also points back to vertex 1, so vertex 1 is pulled whenever the
     # chain advances, long after round 1 proved its level final.
     chain = _chain(100)
     edges = dataclasses.replace(chain, src=chain.src + tuple(range(2, 100)),
                                 dst=chain.dst + (1,) * 98, weight=None)
     graph = edges.graph(4)
-    stats = seraph.bfs(graph, 0, device="cpu", predictor="strong", push_alpha=0).stats
+    stats = seraph.bfs(graph, 0, device=device, predictor="strong", push_alpha=0).stats
     assert stats.skipped_strong > 0
-    assert seraph.bfs(graph, 0, device="cpu", predictor="none",
+    assert seraph.bfs(graph, 0, device=device, predictor="none",
                       push_alpha=0).stats.skipped_strong == 0
 
 
-def test_push_alpha_zero_disables_the_push_engine():
+def test_push_alpha_zero_disables_the_push_engine(device):
     graph = _chain(50).graph(4)
-    assert seraph.bfs(graph, 0, device="cpu", push_alpha=0).stats.edges_pushed == 0
-    pushed = seraph.bfs(graph, 0, device="cpu", push_alpha=PUSH_ALL).stats
+    assert seraph.bfs(graph, 0, device=device, push_alpha=0).stats.edges_pushed == 0
+    pushed = seraph.bfs(graph, 0, device=device, push_alpha=PUSH_ALL).stats
     assert pushed.edges_pushed == 49 and pushed.sweeps == 0
 
 
 @pytest.mark.parametrize("slots", [None, 2])
-def test_a_sleepy_diagram_skips_and_the_final_recheck_catches_up(slots, sleepy):
+def test_a_sleepy_diagram_skips_and_the_final_recheck_catches_up(slots, sleepy, device):
     edges, source = FIXED["grids"]
     stats = check_run("sssp", edges, source, Config("pipelined", "sleepy", 4, slots, 0.0),
-                      sleepy).stats
+                      sleepy, device).stats
     assert stats.skipped_weak > 0 and stats.rechecks > 0
 
 
+def test_only_sssp_moves_weights(device):
+    """BFS and CC never read weights, so their slots and copies hold indices alone."""
+    rng = np.random.default_rng(7)
+    graph = seraph.Graph.from_edges(rng.integers(0, 300, 3000), rng.integers(0, 300, 3000),
+                                    rng.integers(1, 9, 3000).astype(np.float32),
+                                    num_vertices=300, symmetrize=True, page_edges=64)
+    moved = {}
+    for algorithm in ("bfs", "cc", "sssp"):
+        stats = solve(algorithm, graph, 0, dict(device=device, push_alpha=0, predictor="strong",
+                                                device_memory=budget(graph, 3, False,
+                                                                     algorithm))).stats
+        assert (stats.num_slots, stats.resident) == (3, False)
+        moved[algorithm] = stats.bytes_h2d / stats.pages_transferred / graph.page_edges
+    assert moved["bfs"] <= 4 and moved["cc"] <= 4 and 6 < moved["sssp"] <= 8
+
+
 @pytest.mark.parametrize("predictor", ["strong", "weak"])
-def test_the_single_schedule_never_skips(predictor):
+def test_the_single_schedule_never_skips(predictor, device):
     graph = _chain(50).graph(2)
-    stats = seraph.sssp(graph, 0, device="cpu", schedule="single", predictor=predictor,
-                        device_memory=budget(graph, 2, weak=False)).stats
+    stats = seraph.sssp(graph, 0, device=device, schedule="single", predictor=predictor,
+                        device_memory=budget(graph, 2, False, "sssp")).stats
     assert stats.skipped_strong == stats.skipped_weak == 0
     assert stats.predictor == "none" and stats.pages_transferred > 0

@@ -1,0 +1,36 @@
+"""The ``device`` fixture: a test that takes it runs once per backend.
+
+Every test that runs the engine takes ``device`` and passes it on (``device=device``, or
+``--device`` on the command line). Its "cpu" copy runs everywhere; its "cuda" copy carries
+the ``cuda`` marker and is skipped, at no cost, where ``seraph.api.cuda_status()`` finds no
+usable GPU. So on a GPU host ``pytest`` runs the engine suite on both backends, and
+``pytest -m cuda`` runs only the CUDA copies (``-m "not cuda"`` only the rest).
+
+The fixture is module-scoped, so Hypothesis ``@given`` tests can take it without
+suppressing ``HealthCheck.function_scoped_fixture``: Hypothesis runs all its examples once
+per device. It also keeps each module's CPU copies together, ahead of its CUDA copies.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from seraph.api import cuda_status
+
+CUDA_USABLE, CUDA_REASON = cuda_status()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "cuda: runs on the CUDA backend; skipped where no usable GPU is present")
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=[
+        pytest.mark.cuda,
+        pytest.mark.skipif(not CUDA_USABLE, reason=f"no usable GPU: {CUDA_REASON}")]),
+])
+def device(request: pytest.FixtureRequest) -> str:
+    """The backend to run on: "cpu", then "cuda" where a usable GPU is present."""
+    return request.param
