@@ -186,26 +186,6 @@ def trace_figures(events: list[dict]) -> dict:
             "copies": len(copies)}
 
 
-# --------------------------------------------------------------------------- setup
-def source_tree_configs() -> None:
-    """Makes ``seraph.configs`` (the weak predictor's diagrams, SSSP's default) importable
-    when seraph runs from a checkout on PYTHONPATH: only the package build maps
-    ``configs/`` to ``seraph.configs``."""
-    import importlib.util
-
-    if importlib.util.find_spec("seraph.configs") is not None:
-        return
-    init = REPO / "configs" / "__init__.py"
-    if not init.exists():
-        return
-    spec = importlib.util.spec_from_file_location(
-        "seraph.configs", init, submodule_search_locations=[str(init.parent)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["seraph.configs"] = module
-    spec.loader.exec_module(module)
-    log(f"seraph.configs is not installed (seraph runs from the source tree): using {init.parent}")
-
-
 # --------------------------------------------------------------------------- device
 def require_device(device: str) -> None:
     if device != "cuda":
@@ -1018,7 +998,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     require_device(args.device)
-    source_tree_configs()
     benchlib.quiet()
     # Ctrl-C and SIGTERM unwind through the finally blocks, which delete the stores.
     signal.signal(signal.SIGTERM, stop)

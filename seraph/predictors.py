@@ -45,6 +45,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import numpy as np
@@ -105,10 +106,19 @@ class Diagram:
         return "\n".join(lines) + "\n"
 
 
+def _shipped() -> Traversable:
+    """Where the shipped diagrams are: the ``seraph.configs`` package of an installed
+    Seraph (the build maps the top-level ``configs/`` there), or ``configs/`` itself when
+    Seraph runs from a checkout on ``PYTHONPATH``, as on a GPU host without pip access."""
+    try:
+        return resources.files("seraph.configs")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "configs"
+
+
 def builtin_diagrams() -> list[str]:
     """Names of the diagrams shipped in ``seraph.configs`` (``seraph`` aliases weak-seraph)."""
-    return sorted(Path(f.name).stem for f in resources.files("seraph.configs").iterdir()
-                  if f.name.endswith(".toml"))
+    return sorted(Path(f.name).stem for f in _shipped().iterdir() if f.name.endswith(".toml"))
 
 
 def load_diagram(path_or_name: str | os.PathLike) -> Diagram:
@@ -129,7 +139,7 @@ def load_diagram(path_or_name: str | os.PathLike) -> Diagram:
     if name not in builtin_diagrams():
         raise ConfigError(f"unknown predictor diagram {text!r}; built-in diagrams: "
                           f"{', '.join(builtin_diagrams())} (or give a path to a .toml file)")
-    source = resources.files("seraph.configs").joinpath(f"{name}.toml")
+    source = _shipped().joinpath(f"{name}.toml")
     return parse_diagram(source.read_text(encoding="utf-8"), f"{name}.toml", name)
 
 

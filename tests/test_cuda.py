@@ -55,3 +55,24 @@ def test_cuda_matches_cpu(seed, page_edges, schedule, predictor):
                 assert res.stats.device == "cuda"
                 np.testing.assert_array_equal(got, want)
 
+
+
+def test_persistent_kernel_resweeps_windows_on_the_device():
+    """A chain needs many sweeps per window: the cooperative kernel runs several passes in
+    one launch (reentries counted, trace events with several passes), giving the CPU's
+    answer."""
+    from seraph.backends.cuda import _co_resident_blocks, _kernels
+
+    n = 4000
+    src = np.arange(n - 1)
+    graph = seraph.Graph.from_edges(src, src + 1, np.ones(n - 1, np.float32), num_vertices=n,
+                                    symmetrize=True, page_edges=256)
+    assert _co_resident_blocks(_kernels(True).get_function("pull_persistent_f32")) > 0
+    layout = Layout.plan(graph, False, None)
+    opts = dict(push_alpha=0, predictor="none",
+                device_memory=layout.state_bytes + 5 * layout.slot_bytes)
+    want = seraph.sssp(graph, 0, device="cpu", **opts).distances
+    got = seraph.sssp(graph, 0, device="cuda", trace=True, **opts)
+    np.testing.assert_array_equal(got.distances, want)
+    assert not got.stats.resident and got.stats.reentries > 0
+    assert any(e.get("sweeps", 1) > 1 for e in got.trace.events if e["kind"] == "compute")

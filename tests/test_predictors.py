@@ -72,6 +72,25 @@ def test_builtin_names_and_alias():
         np.testing.assert_array_equal(parse_diagram(d.to_toml()).table, d.table)
 
 
+def test_shipped_diagrams_load_from_a_checkout_too(monkeypatch):
+    """Without an installed build there is no ``seraph.configs`` package; the diagrams then
+    come from the checkout's ``configs/``."""
+    from importlib import resources
+
+    files = resources.files
+
+    def uninstalled(package):
+        if package == "seraph.configs":
+            raise ModuleNotFoundError("No module named 'seraph.configs'")
+        return files(package)
+
+    installed = {name: load_diagram(name).table for name in builtin_diagrams()}
+    monkeypatch.setattr(resources, "files", uninstalled)
+    assert set(builtin_diagrams()) == set(installed)
+    for name, table in installed.items():
+        np.testing.assert_array_equal(load_diagram(name).table, table)
+
+
 def test_custom_diagram_round_trips_through_a_file(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(SLEEPY_TOML)
