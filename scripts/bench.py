@@ -460,17 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ablation", nargs="*", default=["rmat", "grid"],
                    choices=["rmat", "uniform", "grid"], help="graphs of the ablation")
     p.add_argument("--no-networkit", action="store_true", help="leave networkit out")
-    args = p.parse_args(argv)
-    benchlib.quiet()
-    command = "python scripts/bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    info = benchlib.machine(["networkit"])
-    with benchlib.workdir(args.workdir) as work:
-        results = run(args, work)
-    benchlib.finish_machine(info)
-    benchlib.write_outputs({"machine": info, **results}, args.json_out,
-                           report(results, info, command.strip()),
-                           benchlib.markdown_path(args, MARKDOWN))
-    return 0
+    return benchlib.run_and_report("bench.py", p.parse_args(argv), argv, ["networkit"], run,
+                                   report, MARKDOWN)
 
 
 if __name__ == "__main__":

@@ -392,18 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     benchlib.common_arguments(p, MARKDOWN)
     p.add_argument("--profile", action="store_true",
                    help="run the seraph cases under cProfile; the top functions go to the JSON")
-    args = p.parse_args(argv)
-    benchlib.quiet()
-    command = "python scripts/bench_preprocess.py " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]))
-    info = benchlib.machine(["pyarrow"])
-    with benchlib.workdir(args.workdir) as work:
-        results = run(args, work)
-    benchlib.finish_machine(info)
-    benchlib.write_outputs({"machine": info, **results}, args.json_out,
-                           report(results, info, command.strip()),
-                           benchlib.markdown_path(args, MARKDOWN))
-    return 0
+    return benchlib.run_and_report("bench_preprocess.py", p.parse_args(argv), argv,
+                                   ["pyarrow"], run, report, MARKDOWN)
 
 
 if __name__ == "__main__":

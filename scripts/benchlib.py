@@ -287,6 +287,22 @@ def markdown_path(args: argparse.Namespace, md_default: Path) -> Path | None:
     return None if args.quick else md_default
 
 
+def run_and_report(script: str, args: argparse.Namespace, argv: Sequence[str] | None,
+                   modules: Sequence[str], run: Callable[[argparse.Namespace, Path], dict],
+                   report: Callable[[dict, dict, str], str], md_default: Path) -> int:
+    """The shared body of a benchmark's ``main``: ``run(args, workdir)`` gives the results,
+    ``report(results, machine, command)`` their markdown; both are written out."""
+    quiet()
+    command = f"python scripts/{script} " + " ".join(argv if argv is not None else sys.argv[1:])
+    info = machine(modules)
+    with workdir(args.workdir) as work:
+        results = run(args, work)
+    finish_machine(info)
+    write_outputs({"machine": info, **results}, args.json_out,
+                  report(results, info, command.strip()), markdown_path(args, md_default))
+    return 0
+
+
 @contextlib.contextmanager
 def workdir(path: str | None) -> Iterator[Path]:
     """The given directory (created, kept), or a temporary one removed afterwards."""
