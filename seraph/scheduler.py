@@ -37,6 +37,8 @@ from seraph.predictors import load_diagram
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
+#: Page copies the pipelined schedule keeps in flight when it has the slots.
+PREFETCH = 2
 PREDICTOR_CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
 
 
@@ -333,24 +335,34 @@ class Run:
             swept.update(done)
 
     def _pipelined(self, order: np.ndarray) -> None:
-        width = self.layout.num_slots - 1
+        # With the slots for it, two copies are kept in flight: while the host does a
+        # step's bookkeeping, the copy engine already works on the page after next.
+        depth = PREFETCH if self.layout.num_slots > PREFETCH + 1 else 1
+        width = self.layout.num_slots - depth
         pending = deque(int(p) for p in order)
         window: list[tuple[int, int]] = []
+        incoming: deque[tuple[int, int]] = deque()
         swept: set[int] = set()
+
+        def busy() -> set[int]:
+            return {s for s, _ in window} | {s for s, _ in incoming}
+
         while len(window) < width and (page := self._next_active(pending)) is not None:
-            slot = self._place(page, {s for s, _ in window})
+            slot = self._place(page, busy())
             self._landed(slot, page)
             window.append((slot, page))
         while window:
-            page = self._next_active(pending)
-            slot = None if page is None else self._place(page, {s for s, _ in window})
+            while len(incoming) < depth and (page := self._next_active(pending)) is not None:
+                incoming.append((self._place(page, busy()), page))
+            nxt = incoming[0] if incoming else None
             # Sweep the window, newest page first, and go on re-sweeping it while it still
             # changes and the next page is in flight.
-            self._sweep_window(window[::-1], self.cfg.max_reentries, slot, swept)
-            if slot is None:
+            self._sweep_window(window[::-1], self.cfg.max_reentries,
+                               None if nxt is None else nxt[0], swept)
+            if nxt is None:
                 return
-            self._landed(slot, page)
-            window = window[1:] + [(slot, page)]
+            self._landed(*incoming.popleft())
+            window = window[1:] + [nxt]
 
     def _reentry(self, order: np.ndarray) -> None:
         width = self.layout.num_slots - 1

@@ -32,7 +32,7 @@ SCHEDULES = ("pipelined", "reentry", "single")
 PREDICTORS = ("none", "strong", "weak", "sleepy")
 WHOLE = 1024  #: a page size above every test graph's edge count: one page holds the graph
 PAGE_EDGES = (1, 2, 4, 16, WHOLE)
-SLOTS = (None, 2, 3)  #: None: no budget, every page resident
+SLOTS = (None, 2, 3, 5)  #: None: no budget, every page resident; 5 keeps two copies in flight
 PUSH_ALL = 1e-3  #: push while the frontier has fewer than 1000 m out-edges: always
 #: off; the default; pushes only frontiers without out-edges; pushes everything
 ALPHAS = (0.0, 20.0, 1e9, PUSH_ALL)
