@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,15 +82,20 @@ class EngineConfig:
         return self.predictor
 
 
-def page_summary(graph, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """Source blocks read by each page (CSR), built once per graph and block size."""
-    key = ("page_summary", layout.block_shift)
+def graph_cached(graph, key, make: Callable[[], object]):
+    """``make()``, computed once per graph: what every run of a graph needs and would
+    otherwise rebuild (a pass over all its edges or vertices) is kept on the graph."""
     cache = graph.__dict__.setdefault("_engine_cache", {})
     if key not in cache:
-        _, indices, _ = graph.csc()
-        cache[key] = page_source_blocks(indices, graph.page_edges, graph.num_pages,
-                                        layout.block_shift, layout.num_blocks)
+        cache[key] = make()
     return cache[key]
+
+
+def page_summary(graph, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Source blocks read by each page (CSR), built once per graph and block size."""
+    return graph_cached(graph, ("page_summary", layout.block_shift), lambda: page_source_blocks(
+        graph.csc()[1], graph.page_edges, graph.num_pages, layout.block_shift,
+        layout.num_blocks))
 
 
 def default_push_alpha(backend: Backend) -> float:
@@ -121,7 +127,8 @@ class Run:
         use_push = config.schedule != "single" and alpha > 0 and m > 0
         self.push_limit = m / alpha if use_push else 0.0
         self._csr = graph.csr() if use_push else None
-        self._outdeg = np.diff(self._csr[0]) if use_push else None
+        self._outdeg = graph_cached(graph, "out_degrees", graph.out_degrees) if use_push \
+            else None
 
     # -- activity -------------------------------------------------------------------------
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:

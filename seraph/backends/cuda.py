@@ -83,7 +83,7 @@ class CudaBackend(Backend):
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
-        for array in (indices, weights):
+        for array in (indptr, indices, weights):  # indptr too: it is uploaded every run
             if array is not None:
                 _pin(graph, array)
         self._host_indices, self._host_weights = indices, weights
