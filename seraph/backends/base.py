@@ -107,24 +107,35 @@ class Backend(ABC):
     def sweep_until(self, slots: list[int], pages: list[int], predictor: int, threshold,
                     epoch: int, max_sweeps: int, incoming: int | None = None,
                     mandatory: int = 1) -> SweepResult:
-        """Sweeps the window again and again, up to ``max_sweeps`` passes, and stops after a
-        pass that changed nothing or once the copy into slot ``incoming`` has landed. The
-        first ``mandatory`` pages (at least one) are always swept.
+        """Sweeps the window again and again, up to ``max_sweeps`` passes. Stops after a
+        pass that changed nothing, or, once its first ``mandatory`` pages are swept, as
+        soon as the copy into slot ``incoming`` has landed.
 
         Pass s marks what it changes with epoch ``epoch + s``. Returns the totals, with
         ``sweeps`` the passes begun and ``last_pass_pages`` how many pages (from the first)
-        the last one swept. This host loop stops only between whole passes; backends with a
-        persistent kernel override it to loop on the device and stop between pages.
+        the last one swept. This is the persistent GPU kernel's rule, run from the host:
+        whole passes while there is no copy to watch, and page by page while there is, so
+        that a landed copy stops the sweep within a page.
         """
-        total = self.sweep(slots, pages, predictor, threshold, epoch)
-        while (total.sweeps < max_sweeps and total.succeeded
-               and not (incoming is not None and self.landed(incoming))):
-            res = self.sweep(slots, pages, predictor, threshold, epoch + total.sweeps)
-            total = total + res
-            if not res.succeeded:
-                break
-        total.last_pass_pages = len(pages)
-        return total
+        total: SweepResult | None = None
+        swept = pass_succeeded = 0  # pages swept over all passes; successes in this pass
+        while True:
+            sweep, k = divmod(swept, len(pages))
+            if incoming is None:
+                end = len(pages)
+            else:
+                end = k + 1 if swept >= mandatory else min(len(pages), mandatory)
+            res = self.sweep(slots[k:end], pages[k:end], predictor, threshold, epoch + sweep)
+            total = res if total is None else total + res
+            total.sweeps, total.last_pass_pages = sweep + 1, end
+            swept += end - k
+            pass_succeeded += res.succeeded
+            if incoming is not None and swept >= mandatory and self.landed(incoming):
+                return total
+            if end == len(pages):
+                if not pass_succeeded or sweep + 1 == max_sweeps:
+                    return total
+                pass_succeeded = 0
 
     @abstractmethod
     def set_values(self, values: np.ndarray) -> None: ...
