@@ -328,8 +328,8 @@ class Run:
                       incoming: int | None = None, swept: set[int] | None = None) -> None:
         """Sweeps the window's active pages. With ``swept`` (the pages swept so far this
         round, updated here), the pages not in it go first and are swept before the sweep
-        may stop for a landed copy: the strong rules count on every active page being swept
-        in every round."""
+        may stop for a landed copy: the strong rules and the hand-over to the push engine
+        count on every page active at a round's start being swept in the round."""
         active = self.active_pages(np.array([p for _, p in window], dtype=np.int64))
         live = [sp for sp, a in zip(window, active, strict=True) if a]
         mandatory = None
