@@ -83,11 +83,10 @@ class CudaBackend(Backend):
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
-        for array in (indptr, indices, weights):  # indptr too: it is uploaded every run
+        for array in (indices, weights):
             if array is not None:
                 _pin(graph, array)
         self._host_indices, self._host_weights = indices, weights
-        num_slots = max(1, graph.num_pages if layout.resident else layout.num_slots)
         with self.compute_stream:
             self.indptr = cp.asarray(indptr)
             self.page_first = cp.asarray(graph.page_first_vertex)
@@ -100,14 +99,16 @@ class CudaBackend(Backend):
             self.minimum = cp.empty(1, dtype=algorithm.dtype)
             # persistent kernel: passes begun, pages swept in the last one, stop
             self.control = cp.zeros(3, dtype=cp.int32)
-            self.slot_indices = cp.empty(num_slots * pe, dtype=cp.int32)
-            self.slot_weights = cp.empty(num_slots * pe if weights is not None else 1,
+            slots = graph.num_pages if layout.resident else layout.num_slots
+            self.slot_indices = cp.empty(max(1, slots * pe), dtype=cp.int32)
+            self.slot_weights = cp.empty(max(1, slots * pe) if weights is not None else 1,
                                          dtype=cp.float32)
         self._events: dict[int, tuple[cp.cuda.Event, cp.cuda.Event]] = {}
         # Load sequence numbers: the copy stream writes slot_seq[slot] into landed_seq[slot]
         # after the page's bytes (from pinned memory, so the write is an ordered DMA).
-        self.landed_seq = cp.zeros(num_slots, dtype=cp.int64)
-        self._slot_seq = cupyx.empty_pinned(num_slots, dtype=np.int64)
+        num_slots = graph.num_pages if layout.resident else layout.num_slots
+        self.landed_seq = cp.zeros(max(1, num_slots), dtype=cp.int64)
+        self._slot_seq = cupyx.empty_pinned(max(1, num_slots), dtype=np.int64)
         self._slot_seq[:] = 0
         self._loads = 0
         self._epochs_cache: np.ndarray | None = None
