@@ -335,17 +335,6 @@ def ablation_table(rows: list[dict]) -> str:
     return benchlib.markdown_table(headers, body, [False] * 5 + [True] * 9 + [False])
 
 
-def compile_line(c: dict) -> str:
-    cold, warm = c["cold"], c["cached"]
-    if "error" in cold or "error" in warm:
-        return "Compile time: not measured (the compile case failed)."
-    parts = ", ".join(f"{k} {v:.1f} s" for k, v in cold["parts"].items())
-    return (f"One-off numba compile (empty cache; a tiny graph built, then every algorithm "
-            f"under every schedule, predictor and memory mode of the ablation): "
-            f"{cold['seconds']:.1f} s ({parts}); with the cache filled the same calls take "
-            f"{warm['seconds']:.1f} s. Neither is in the timings below.")
-
-
 def report(results: dict, info: dict, command: str) -> str:
     nk = results["networkit"]
     ablation_graphs = ", ".join(f"{g['name']} ({g['num_pages']} pages of "
@@ -367,7 +356,9 @@ def report(results: dict, info: dict, command: str) -> str:
         + " *pull / push* splits Seraph's time between the dense pull kernel and the "
         "host push engine; the rest is the scheduler.",
         "",
-        compile_line(results["compile"]),
+        benchlib.compile_line(results["compile"], "a tiny graph built, then every algorithm "
+                              "under every schedule, predictor and memory mode of the "
+                              "ablation"),
         "",
         "## Graphs",
         "",

@@ -327,17 +327,6 @@ def out_of_core_table(rows: list[dict]) -> str:
     return benchlib.markdown_table(headers, body, [False] + [True] * 6 + [False])
 
 
-def compile_line(c: dict) -> str:
-    cold, warm = c["cold"], c["cached"]
-    if "error" in cold or "error" in warm:
-        return "Compile time: not measured (a compile case failed)."
-    parts = ", ".join(f"{k} {v:.1f} s" for k, v in cold["parts"].items())
-    return (f"One-off numba compile (empty cache, first tiny text preprocess then each "
-            f"generator, weighted and symmetrized): {cold['seconds']:.1f} s ({parts}); "
-            f"the same calls with the cache filled take {warm['seconds']:.1f} s. Neither is "
-            "in the timings below.")
-
-
 def report(results: dict, info: dict, command: str) -> str:
     baseline = [r["seraph"].get("rss_before") for r in results["text"]]
     baseline = next((b for b in baseline if b), None)
@@ -355,7 +344,8 @@ def report(results: dict, info: dict, command: str) -> str:
         + (f" (about {benchlib.size(baseline)} before the timed call)" if baseline else "")
         + ". Stores go to the local disk and are deleted after each case.",
         "",
-        compile_line(results["compile"]),
+        benchlib.compile_line(results["compile"], "first tiny text preprocess then each "
+                              "generator, weighted and symmetrized"),
         "",
         "## Text edge list to store",
         "",

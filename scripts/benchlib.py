@@ -287,6 +287,18 @@ def markdown_path(args: argparse.Namespace, md_default: Path) -> Path | None:
     return None if args.quick else md_default
 
 
+def compile_line(compile_result: dict, calls: str) -> str:
+    """The report's sentence on the one-off numba compile: ``compile_result`` holds the
+    "cold" (empty cache) and "cached" cases of the ``calls`` described."""
+    cold, warm = compile_result["cold"], compile_result["cached"]
+    if "error" in cold or "error" in warm:
+        return "Compile time: not measured (a compile case failed)."
+    parts = ", ".join(f"{k} {v:.1f} s" for k, v in cold["parts"].items())
+    return (f"One-off numba compile (empty cache; {calls}): {cold['seconds']:.1f} s "
+            f"({parts}); with the cache filled the same calls take {warm['seconds']:.1f} s. "
+            "Neither is in the timings below.")
+
+
 def run_and_report(script: str, args: argparse.Namespace, argv: Sequence[str] | None,
                    modules: Sequence[str], run: Callable[[argparse.Namespace, Path], dict],
                    report: Callable[[dict, dict, str], str], md_default: Path) -> int:
