@@ -164,10 +164,13 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     trace = Trace(enabled=config.trace)
     backend = _make_backend(device, graph, algorithm, layout, table, initial_state)
     try:
-        backend.set_values(algorithm.initial_values(graph.num_vertices, source))
-        Run(graph, algorithm, backend, config, predictor, stats, trace).execute(
-            algorithm.initial_frontier(graph.num_vertices, source))
-        values = backend.host_values().copy()
+        backend.init_values(source)
+        run = Run(graph, algorithm, backend, config, predictor, stats, trace)
+        stats.setup_time = time.perf_counter() - start
+        run.execute(algorithm.initial_frontier(graph.num_vertices, source))
+        done = time.perf_counter()
+        values = backend.host_values()  # the backend is done with it (closed below)
+        stats.readback_time = time.perf_counter() - done
         stats.peak_device_memory = getattr(backend, "peak_memory", 0)
         if getattr(backend, "upload_bytes", 0):  # a resident graph's one upload
             stats.bytes_h2d += backend.upload_bytes

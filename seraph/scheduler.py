@@ -35,6 +35,7 @@ from seraph.backends.base import Backend, Layout
 from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
+from seraph.push import edges_below, sparse_frontier
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -175,13 +176,15 @@ class Run:
             changed_min, succeeded = self._dense_round()
             self.rechecking = False
             self._end_round(succeeded, changed_min)
-            frontier = self.be.take_changed()
-            if len(frontier) and self._is_sparse(frontier):
-                sparse = True
+            if not self.push_limit:
+                continue  # the changed flags matter only to a hand-over to the push engine
+            pushed = sparse_frontier(self.be.take_changed(), self._outdeg, self.push_limit)
+            if pushed is not None:
+                frontier, sparse = pushed, True
                 self.stats.switches_to_sparse += 1
 
     def _is_sparse(self, frontier: np.ndarray) -> bool:
-        return self.push_limit > 0 and int(self._outdeg[frontier].sum()) < self.push_limit
+        return self.push_limit > 0 and edges_below(frontier, self._outdeg, self.push_limit)
 
     def _end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1

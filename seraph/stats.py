@@ -35,6 +35,8 @@ class RunStats:
     transfer_time: float = 0.0
     kernel_time: float = 0.0
     push_time: float = 0.0
+    setup_time: float = 0.0  # from the call to the first round: device state, values, plan
+    readback_time: float = 0.0  # the values back to the host after the last round
     h2d_bandwidth: float | None = None
     pass_equivalents: float | None = None
     # vertex updates

@@ -140,9 +140,15 @@ class Backend(ABC):
     @abstractmethod
     def set_values(self, values: np.ndarray) -> None: ...
 
+    def init_values(self, source: int | None) -> None:
+        """The algorithm's values before the first round (a device may build them there)."""
+        self.set_values(self.algorithm.initial_values(self.graph.num_vertices, source))
+
     @abstractmethod
     def host_values(self) -> np.ndarray:
-        """The values in host memory (for the push engine and the result)."""
+        """The values in host memory (for the push engine and the result). The array may
+        be the backend's own: a caller that keeps it past the backend's next write copies
+        it."""
 
     @abstractmethod
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
@@ -158,7 +164,10 @@ class Backend(ABC):
 
     @abstractmethod
     def take_changed(self) -> np.ndarray:
-        """Vertices changed since the last call (sorted), clearing the flags."""
+        """Flags (uint8 in host memory, one per vertex) of the vertices changed since the
+        last call; the backend's flags are cleared. A flag array, not a vertex list: after
+        a dense round most vertices may have changed, and the scheduler only needs the
+        list when they are few (see :func:`seraph.push.sparse_frontier`)."""
 
     @abstractmethod
     def take_owing(self) -> np.ndarray:

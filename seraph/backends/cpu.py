@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 from seraph.backends.base import Backend, SweepResult
-from seraph.backends.cpu_kernels import sweep_pages
+from seraph.backends.cpu_kernels import blocks_of, sweep_pages
 from seraph.predictors import OWES, STATE_MASK
 
 
@@ -91,22 +91,23 @@ class CpuBackend(Backend):
 
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         # The push engine wrote straight into self.values; only the bookkeeping remains.
-        self.block_epoch[changed >> self.layout.block_shift] = epoch  # repeats write alike
+        self.mark_blocks(changed, epoch)
         if self.table is not None:
             # A push success is a success (back to the initial state), but it relaxed only
             # some in-edges, so a debt from an earlier skip stays.
             self.states[changed] = self.initial_state | (self.states[changed] & OWES)
 
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
-        self.block_epoch[vertices >> self.layout.block_shift] = epoch
+        self.block_epoch[blocks_of(vertices, self.layout.block_shift,
+                                   self.layout.num_blocks)] = epoch
 
     def block_epochs(self) -> np.ndarray:
         return self.block_epoch
 
     def take_changed(self) -> np.ndarray:
-        changed = np.flatnonzero(self.changed)
-        self.changed[changed] = 0
-        return changed
+        # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
+        flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
+        return flags
 
     def take_owing(self) -> np.ndarray:
         owing = np.flatnonzero(self.states & OWES)

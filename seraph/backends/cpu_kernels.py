@@ -159,3 +159,12 @@ def pages_active(pages, ptr, blocks, block_epoch, processed):
                 active[i] = True
                 break
     return active
+
+
+@njit(cache=True)
+def blocks_of(vertices, block_shift, num_blocks):
+    """The distinct source blocks of ``vertices``, ascending (a mask, not a sort: O(n))."""
+    hit = np.zeros(num_blocks, dtype=np.bool_)
+    for v in vertices:
+        hit[v >> block_shift] = True
+    return np.flatnonzero(hit)

@@ -23,9 +23,11 @@ import cupyx
 import numpy as np
 
 from seraph.backends.base import Backend, SweepResult
+from seraph.backends.cpu_kernels import blocks_of
 from seraph.predictors import OWES, STATE_MASK
 
 _THREADS = 256
+_STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
 _modules: dict[bool, cp.RawModule] = {}
 
 
@@ -53,6 +55,12 @@ def default_budget() -> int:
     """Most of the free device memory (a margin stays for cupy and the driver)."""
     free, _total = cp.cuda.runtime.memGetInfo()
     return int(free * 0.9)
+
+
+def _memcpy(dst: int, src: int, nbytes: int, kind: int, stream: cp.cuda.Stream) -> None:
+    """An asynchronous copy between raw pointers (pinned host or device memory)."""
+    if nbytes:
+        cp.cuda.runtime.memcpyAsync(dst, src, nbytes, kind, stream.ptr)
 
 
 def _pin(graph, array: np.ndarray) -> None:
@@ -83,35 +91,37 @@ class CudaBackend(Backend):
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
-        for array in (indices, weights):
+        # indptr is pinned too: its upload (8 bytes a vertex) is a DMA, not a staged copy.
+        for array in (indptr, indices, weights):
             if array is not None:
                 _pin(graph, array)
         self._host_indices, self._host_weights = indices, weights
+        num_slots = graph.num_pages if layout.resident else layout.num_slots
         with self.compute_stream:
-            self.indptr = cp.asarray(indptr)
+            self.indptr = cp.empty(indptr.shape, dtype=indptr.dtype)
+            _memcpy(self.indptr.data.ptr, indptr.ctypes.data, indptr.nbytes,
+                    cp.cuda.runtime.memcpyHostToDevice, self.compute_stream)
             self.page_first = cp.asarray(graph.page_first_vertex)
             self.values = cp.empty(n, dtype=algorithm.dtype)
             self.changed = cp.zeros(n, dtype=cp.uint8)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
-            self.counters = cp.zeros(4, dtype=cp.uint64)
-            self.minimum = cp.empty(1, dtype=algorithm.dtype)
-            # persistent kernel: passes begun, pages swept in the last one, stop
-            self.control = cp.zeros(3, dtype=cp.int32)
-            slots = graph.num_pages if layout.resident else layout.num_slots
-            self.slot_indices = cp.empty(max(1, slots * pe), dtype=cp.int32)
-            self.slot_weights = cp.empty(max(1, slots * pe) if weights is not None else 1,
+            self.slot_indices = cp.empty(max(1, num_slots * pe), dtype=cp.int32)
+            self.slot_weights = cp.empty(max(1, num_slots * pe) if weights is not None else 1,
                                          dtype=cp.float32)
+        self._launch_buffers(num_slots)
+        # The scheduler reads the block epochs before every window step: a pinned mirror,
+        # refreshed by the launch's one readback and kept current by the host's own writes.
+        self._epochs = cupyx.empty_pinned(layout.num_blocks, dtype=np.int64)
+        self._epochs[:] = -1
         self._events: dict[int, tuple[cp.cuda.Event, cp.cuda.Event]] = {}
         # Load sequence numbers: the copy stream writes slot_seq[slot] into landed_seq[slot]
         # after the page's bytes (from pinned memory, so the write is an ordered DMA).
-        num_slots = graph.num_pages if layout.resident else layout.num_slots
         self.landed_seq = cp.zeros(max(1, num_slots), dtype=cp.int64)
         self._slot_seq = cupyx.empty_pinned(max(1, num_slots), dtype=np.int64)
         self._slot_seq[:] = 0
         self._loads = 0
-        self._epochs_cache: np.ndarray | None = None
         self._host: np.ndarray | None = None
         self._grid = 8 * cp.cuda.Device().attributes["MultiProcessorCount"]
         self._base_event = cp.cuda.Event()
@@ -155,8 +165,8 @@ class CudaBackend(Backend):
         self._events[slot] = (began, done)
 
     def _copy(self, device_ptr: int, host_ptr: int, nbytes: int) -> None:
-        cp.cuda.runtime.memcpyAsync(device_ptr, host_ptr, nbytes,
-                                    cp.cuda.runtime.memcpyHostToDevice, self.copy_stream.ptr)
+        _memcpy(device_ptr, host_ptr, nbytes, cp.cuda.runtime.memcpyHostToDevice,
+                self.copy_stream)
 
     def landed(self, slot: int) -> bool:
         events = self._events.get(slot)
@@ -188,51 +198,91 @@ class CudaBackend(Backend):
                             (max_sweeps, -1 if incoming is None else incoming, expected,
                              max(1, mandatory)))
 
+    def _launch_buffers(self, num_slots: int) -> None:
+        """One device buffer carries everything a launch sends and returns, so a launch is
+        one upload, one kernel, one readback and one wait: int64 words [0, 8) are the
+        status (counters, smallest value written, the persistent kernel's control words),
+        then the window's pages, their slot offsets and their vertex prefix sums."""
+        w = max(1, num_slots)
+        self._io = cp.zeros(_STATUS + 3 * w + 1, dtype=cp.int64)
+        self._io_host = cupyx.empty_pinned(self._io.shape, dtype=np.int64)
+        self._status = cupyx.empty_pinned(_STATUS, dtype=np.int64)
+        self._fresh_status = np.zeros(_STATUS, dtype=np.int64)
+        self._fresh_status[4:5].view(self.algorithm.dtype)[0] = self.algorithm.inf
+        io, dtype = self._io, self.algorithm.dtype
+        self._counters = io[0:4].view(cp.uint64)
+        self._minimum = io[4:5].view(dtype)
+        self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
+        self._window = (_STATUS, _STATUS + w, _STATUS + 2 * w)  # pages, offsets, prefix
+        self._window_views = tuple(io[a:a + w + 1] for a in self._window)
+
     def _launch(self, slots, pages, predictor, threshold, epoch, persistent) -> SweepResult:
         """One sweep, or with ``persistent = (max_sweeps, incoming slot or -1, expected
         sequence number, mandatory pages)`` the persistent kernel's repeated sweeps."""
         g, alg = self.graph, self.algorithm
+        k = len(pages)
+        pages = np.asarray(pages, dtype=np.int64)
         first = g.page_first_vertex[pages]
         counts = g.page_last_vertex[pages] + 1 - first
-        prefix = np.zeros(len(pages) + 1, dtype=np.int64)
-        np.cumsum(counts, out=prefix[1:])
-        offsets = np.array([self.page_offset(s, p) for s, p in zip(slots, pages, strict=True)],
-                           dtype=np.int64)
-        dtype = alg.dtype.type
-        with self.compute_stream:
-            d_pages = cp.asarray(np.asarray(pages, dtype=np.int64))
-            d_offsets, d_prefix = cp.asarray(offsets), cp.asarray(prefix)
-            self.counters.fill(0)
-            self.minimum.fill(alg.inf)
-            args = (d_pages, d_offsets, d_prefix, np.int32(len(pages)), self.page_first,
-                    np.int64(g.page_edges), np.int64(g.num_edges), self.indptr,
-                    self.slot_indices, self.slot_weights, self.values,
-                    np.int32(alg.weight_mode), dtype(alg.inf), np.int32(predictor),
-                    dtype(threshold), self._d_table, np.int32(self._d_table.shape[1]),
-                    self.states, self.changed, self.block_epoch,
-                    np.int32(self.layout.block_shift), np.int64(epoch), self.counters,
-                    self.minimum)
-            warps = int(prefix[-1])
+        host = self._io_host
+        at_pages, at_offsets, at_prefix = self._window
+        host[:_STATUS] = self._fresh_status
+        host[at_pages:at_pages + k] = pages
+        where = pages if self.layout.resident else np.asarray(slots, dtype=np.int64)
+        np.multiply(where, g.page_edges, out=host[at_offsets:at_offsets + k])
+        host[at_prefix] = 0
+        np.cumsum(counts, out=host[at_prefix + 1:at_prefix + k + 1])
+        warps = int(host[at_prefix + k])
+        stream = self.compute_stream
+        _memcpy(self._io.data.ptr, host.ctypes.data, (at_prefix + k + 1) * 8,
+                cp.cuda.runtime.memcpyHostToDevice, stream)
+        d_pages, d_offsets, d_prefix = self._window_views
+        args = (d_pages, d_offsets, d_prefix, np.int32(k), self.page_first,
+                np.int64(g.page_edges), np.int64(g.num_edges), self.indptr,
+                self.slot_indices, self.slot_weights, self.values,
+                np.int32(alg.weight_mode), alg.dtype.type(alg.inf), np.int32(predictor),
+                alg.dtype.type(threshold), self._d_table, np.int32(self._d_table.shape[1]),
+                self.states, self.changed, self.block_epoch,
+                np.int32(self.layout.block_shift), np.int64(epoch), self._counters,
+                self._minimum)
+        with stream:
             if persistent is None:
                 blocks = max(1, min(self._grid, -(-warps * 32 // _THREADS)))
                 self._kernel((blocks,), (_THREADS,), args)
-                sweeps, last_pages = 1, len(pages)
             else:
                 max_sweeps, incoming, expected, mandatory = persistent
                 blocks = max(1, min(self._persistent_grid, -(-warps * 32 // _THREADS)))
                 self._persistent((blocks,), (_THREADS,), args + (
                     np.int32(max_sweeps), self.landed_seq, np.int32(incoming),
-                    np.int64(expected), np.int32(mandatory), self.control))
-                sweeps, last_pages, _ = self.control.get(stream=self.compute_stream).tolist()
-            counters = self.counters.get(stream=self.compute_stream)
-            minimum = self.minimum.get(stream=self.compute_stream)[0]
-        self._epochs_cache = None
+                    np.int64(expected), np.int32(mandatory), self._control))
+        _memcpy(self._status.ctypes.data, self._io.data.ptr, _STATUS * 8,
+                cp.cuda.runtime.memcpyDeviceToHost, stream)
+        _memcpy(self._epochs.ctypes.data, self.block_epoch.data.ptr, self._epochs.nbytes,
+                cp.cuda.runtime.memcpyDeviceToHost, stream)
+        stream.synchronize()
+        status = self._status
+        counters = status[0:4].view(np.uint64)
+        minimum = status[4:5].view(alg.dtype)[0]
+        if persistent is None:
+            sweeps, last_pages = 1, k
+        else:
+            sweeps, last_pages = (int(c) for c in status[5:6].view(np.int32))
         return SweepResult(*(int(c) for c in counters), minimum, sweeps, last_pages)
 
     # -- vertex state ---------------------------------------------------------------------
     def set_values(self, values: np.ndarray) -> None:
         self.values.set(np.ascontiguousarray(values, dtype=self.algorithm.dtype),
                         stream=self.compute_stream)
+
+    def init_values(self, source: int | None) -> None:
+        # Built on the device: uploading n values from pageable memory takes longer.
+        alg = self.algorithm
+        with self.compute_stream:
+            if alg.needs_source:
+                self.values.fill(alg.inf)
+                self.values[source] = 0
+            else:
+                self.values[:] = cp.arange(len(self.values), dtype=alg.dtype)
 
     def host_values(self) -> np.ndarray:
         self._host = self.values.get(stream=self.compute_stream)
@@ -243,29 +293,24 @@ class CudaBackend(Backend):
         with self.compute_stream:
             idx = cp.asarray(changed)
             self.values[idx] = cp.asarray(self._host[changed])
-            self.block_epoch[idx >> self.layout.block_shift] = epoch  # repeats write alike
             if self.table is not None:
                 self.states[idx] = self.initial_state | (self.states[idx] & OWES)
-        self._epochs_cache = None
+        self.mark_blocks(changed, epoch)
 
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
+        blocks = blocks_of(vertices, self.layout.block_shift, self.layout.num_blocks)
+        self._epochs[blocks] = epoch  # the host mirror, as the launches refresh it
         with self.compute_stream:
-            # Only the distinct blocks cross PCIe; a mask finds them in O(n), np.unique sorts.
-            hit = np.zeros(self.layout.num_blocks, dtype=bool)
-            hit[vertices >> self.layout.block_shift] = True
-            self.block_epoch[cp.asarray(np.flatnonzero(hit))] = epoch
-        self._epochs_cache = None
+            self.block_epoch[cp.asarray(blocks)] = epoch
 
     def block_epochs(self) -> np.ndarray:
-        if self._epochs_cache is None:
-            self._epochs_cache = self.block_epoch.get(stream=self.compute_stream)
-        return self._epochs_cache
+        return self._epochs
 
     def take_changed(self) -> np.ndarray:
+        flags = self.changed.get(stream=self.compute_stream)
         with self.compute_stream:
-            changed = cp.flatnonzero(self.changed)
             self.changed.fill(0)
-            return changed.get(stream=self.compute_stream)
+        return flags
 
     def take_owing(self) -> np.ndarray:
         with self.compute_stream:
