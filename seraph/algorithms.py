@@ -48,11 +48,10 @@ class Algorithm:
         values[source] = 0
         return values
 
-    def initial_frontier(self, num_vertices: int, source: int | None) -> np.ndarray:
-        """The vertices whose values start "changed" (their out-edges must be relaxed)."""
-        if not self.needs_source:
-            return np.arange(num_vertices, dtype=np.int64)
-        return np.array([source], dtype=np.int64)
+    def initial_frontier(self, source: int | None) -> np.ndarray | None:
+        """The vertices whose values start "changed" (their out-edges must be relaxed);
+        None for every vertex (CC), which the engine need not list."""
+        return np.array([source], dtype=np.int64) if self.needs_source else None
 
 
 BFS = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True)

@@ -167,7 +167,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         backend.init_values(source)
         run = Run(graph, algorithm, backend, config, predictor, stats, trace)
         stats.setup_time = time.perf_counter() - start
-        run.execute(algorithm.initial_frontier(graph.num_vertices, source))
+        run.execute(algorithm.initial_frontier(source))
         done = time.perf_counter()
         values = backend.host_values()  # the backend is done with it (closed below)
         stats.readback_time = time.perf_counter() - done
@@ -212,10 +212,11 @@ def bfs(graph, source: int, *, predecessors: bool = False, config: EngineConfig 
     config = config or make_config(**options)
     s = _source_index(g, source)
     values, stats, trace = execute(g, BFS, s, config)
-    levels = np.where(values == BFS.inf, -1, values).astype(np.int32)
     preds = None
     if predecessors:
         preds = _input_ids(g, tight_predecessors(g, values, s, BFS.weight_mode))
+    levels = values  # int32 already, and ours: relabel the unreached in place
+    levels[levels == BFS.inf] = -1
     return BFSResult(levels, preds, stats, trace)
 
 
@@ -245,10 +246,9 @@ def connected_components(graph, *, config: EngineConfig | None = None,
                          "symmetrize=True) to get its weakly connected components")
     config = config or make_config(**options)
     values, stats, trace = execute(g, CC, None, config)
-    labels = values.astype(np.int64)
     # Each component is labelled by its smallest vertex, the one vertex that keeps its own id.
-    roots = int(np.count_nonzero(labels == np.arange(len(labels))))
-    return CCResult(_input_ids(g, labels), roots, stats, trace)
+    roots = int(np.count_nonzero(values == np.arange(len(values), dtype=values.dtype)))
+    return CCResult(_input_ids(g, values.astype(np.int64)), roots, stats, trace)
 
 
 def run_config(path: str | os.PathLike | None, **overrides) -> EngineConfig:

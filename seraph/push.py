@@ -85,36 +85,9 @@ class PushResult:
         return self.frontier.size == 0
 
 
-def sparse_frontier(flags: np.ndarray, outdeg: np.ndarray, limit: float
-                    ) -> np.ndarray | None:
-    """The flagged vertices if their out-edges number fewer than ``limit`` (the push
-    engine's entry rule), else None; None also when no vertex is flagged."""
-    vertices = _flagged_below(flags, outdeg, limit)
-    return vertices if len(vertices) else None
-
-
 def edges_below(vertices: np.ndarray, outdeg: np.ndarray, limit: float) -> bool:
     """Whether ``vertices`` have fewer than ``limit`` out-edges in all."""
     return _edges_below(vertices, outdeg, limit)
-
-
-@njit(cache=True)
-def _flagged_below(flags, outdeg, limit):
-    # Stops at the first vertex past the limit: a dense round's flags say so early.
-    count = edges = 0
-    for v in range(len(flags)):
-        if flags[v]:
-            count += 1
-            edges += outdeg[v]
-            if edges >= limit:
-                return np.empty(0, dtype=np.int64)
-    out = np.empty(count, dtype=np.int64)
-    k = 0
-    for v in range(len(flags)):
-        if flags[v]:
-            out[k] = v
-            k += 1
-    return out
 
 
 @njit(cache=True)

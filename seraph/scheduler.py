@@ -32,10 +32,17 @@ import numpy as np
 
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout
-from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
+from seraph.backends.cpu_kernels import (
+    NONE,
+    STRONG,
+    WEAK,
+    page_source_blocks,
+    pages_active,
+    pages_of,
+)
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
-from seraph.push import edges_below, sparse_frontier
+from seraph.push import edges_below
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -141,23 +148,20 @@ class Run:
     def is_active(self, page: int) -> bool:
         return bool(self.active_pages(np.array([page]))[0])
 
-    def pages_of(self, vertices: np.ndarray) -> np.ndarray:
-        """Pages holding in-edges of ``vertices``."""
-        indptr = self.g.csc()[0]
-        pe = self.g.page_edges
-        lo, hi = indptr[vertices], indptr[vertices + 1]
-        has = hi > lo
-        first, last = lo[has] // pe, (hi[has] - 1) // pe
-        # Each vertex covers the page range [first, last]: count range starts minus ends.
-        pages = self.g.num_pages
-        depth = np.cumsum(np.bincount(first, minlength=pages + 1)
-                          - np.bincount(last + 1, minlength=pages + 1))
-        return np.flatnonzero(depth[:pages] > 0)
-
     # -- the main loop --------------------------------------------------------------------
-    def execute(self, frontier: np.ndarray) -> None:
-        self.be.mark_blocks(frontier, 0)
-        sparse = self._is_sparse(frontier)
+    def execute(self, frontier: np.ndarray | None) -> None:
+        """Runs to convergence from ``frontier``, the vertices whose values start changed
+        (None: every vertex)."""
+        if frontier is None:
+            # One vertex per source block marks them all; all m edges are the frontier's.
+            first = np.arange(self.layout.num_blocks, dtype=np.int64) << self.layout.block_shift
+            self.be.mark_blocks(first, 0)
+            sparse = self.g.num_edges < self.push_limit
+            if sparse:
+                frontier = np.arange(self.g.num_vertices, dtype=np.int64)
+        else:
+            self.be.mark_blocks(frontier, 0)
+            sparse = self._is_sparse(frontier)
         while True:
             if sparse:
                 frontier = self._push(frontier)
@@ -178,9 +182,10 @@ class Run:
             self._end_round(succeeded, changed_min)
             if not self.push_limit:
                 continue  # the changed flags matter only to a hand-over to the push engine
-            pushed = sparse_frontier(self.be.take_changed(), self._outdeg, self.push_limit)
-            if pushed is not None:
-                frontier, sparse = pushed, True
+            # More changed vertices than the edge limit is dense whatever their degrees.
+            changed = self.be.take_changed(int(self.push_limit))
+            if changed is not None and len(changed) and self._is_sparse(changed):
+                frontier, sparse = changed, True
                 self.stats.switches_to_sparse += 1
 
     def _is_sparse(self, frontier: np.ndarray) -> bool:
@@ -205,7 +210,8 @@ class Run:
         if not len(owing):
             return False
         self.stats.rechecks += 1
-        self.processed[self.pages_of(owing)] = -1
+        self.processed[pages_of(owing, self.g.csc()[0], self.g.page_edges,
+                                self.g.num_pages)] = -1
         # The re-check round attempts every vertex it sweeps: skipping there would only
         # create new debts and the re-check could chase its own tail.
         self.rechecking = True

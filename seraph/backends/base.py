@@ -163,11 +163,11 @@ class Backend(ABC):
         """Per source block, the epoch of its last change (host array)."""
 
     @abstractmethod
-    def take_changed(self) -> np.ndarray:
-        """Flags (uint8 in host memory, one per vertex) of the vertices changed since the
-        last call; the backend's flags are cleared. A flag array, not a vertex list: after
-        a dense round most vertices may have changed, and the scheduler only needs the
-        list when they are few (see :func:`seraph.push.sparse_frontier`)."""
+    def take_changed(self, limit: int) -> np.ndarray | None:
+        """The vertices changed since the last call, sorted, or None when more than
+        ``limit`` changed; the backend's flags are cleared either way. After a dense round
+        most vertices may have changed, and the scheduler wants the list only when it is
+        short enough for the push engine, so a device counts before it copies anything."""
 
     @abstractmethod
     def take_owing(self) -> np.ndarray:

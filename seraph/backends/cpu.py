@@ -104,10 +104,10 @@ class CpuBackend(Backend):
     def block_epochs(self) -> np.ndarray:
         return self.block_epoch
 
-    def take_changed(self) -> np.ndarray:
+    def take_changed(self, limit: int) -> np.ndarray | None:
         # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
-        return flags
+        return np.flatnonzero(flags) if np.count_nonzero(flags) <= limit else None
 
     def take_owing(self) -> np.ndarray:
         owing = np.flatnonzero(self.states & OWES)

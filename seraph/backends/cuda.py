@@ -306,11 +306,14 @@ class CudaBackend(Backend):
     def block_epochs(self) -> np.ndarray:
         return self._epochs
 
-    def take_changed(self) -> np.ndarray:
-        flags = self.changed.get(stream=self.compute_stream)
+    def take_changed(self, limit: int) -> np.ndarray | None:
+        # Counted on the device: a dense round's flags (one byte a vertex) never cross.
         with self.compute_stream:
+            vertices = None
+            if int(cp.count_nonzero(self.changed)) <= limit:
+                vertices = cp.flatnonzero(self.changed).get(stream=self.compute_stream)
             self.changed.fill(0)
-        return flags
+        return vertices
 
     def take_owing(self) -> np.ndarray:
         with self.compute_stream:
