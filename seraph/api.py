@@ -154,7 +154,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     if device == "cuda" and budget is None:
         from seraph.backends.cuda import default_budget
 
-        budget = default_budget()
+        budget = default_budget(graph)
     layout = Layout.plan(graph, predictor == "weak", budget,
                          weights=algorithm.weight_mode == STORED)
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,

@@ -174,6 +174,14 @@ class Graph:
     def out_degrees(self) -> np.ndarray:
         return np.diff(self.csr()[0])
 
+    def release_device_memory(self) -> None:
+        """Frees what GPU runs keep on the device for this graph between runs (its CSC
+        index and, while it fits, every page); the next GPU run uploads them again. They
+        are freed with the graph too."""
+        held = self.__dict__.get("_engine_cache", {}).pop("device", None)
+        if held is not None:
+            held.release()
+
     def to_scipy(self) -> sp.csr_array:
         """The adjacency matrix (row u, column v for edge u -> v), as csgraph expects."""
         indptr, indices, weights = self.csc()

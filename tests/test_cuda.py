@@ -76,3 +76,26 @@ def test_persistent_kernel_resweeps_windows_on_the_device():
     np.testing.assert_array_equal(got.distances, want)
     assert not got.stats.resident and got.stats.reentries > 0
     assert any(e.get("sweeps", 1) > 1 for e in got.trace.events if e["kind"] == "compute")
+
+
+def test_graph_stays_on_the_device_between_runs():
+    """The second resident run on a graph uploads no page; a paged run frees the resident
+    pages for its slots; after release_device_memory the pages go up again. Every answer
+    is the CPU's."""
+    graph = random_graph(7, n=2000, m=20000, page_edges=1024)
+    want = seraph.sssp(graph, 0, device="cpu").distances
+    layout = Layout.plan(graph, True, None)
+    paged = layout.state_bytes + 3 * layout.slot_bytes
+    uploads = []
+    for budget in (None, None, paged, None, "release", None):
+        if budget == "release":
+            graph.release_device_memory()
+            assert "device" not in graph._engine_cache
+            continue
+        res = seraph.sssp(graph, 0, device="cuda", device_memory=budget)
+        np.testing.assert_array_equal(res.distances, want)
+        uploads.append(res.stats.bytes_h2d if res.stats.resident else None)
+    page_bytes = graph.num_edges * 8
+    assert uploads == [page_bytes, 0, None, page_bytes, page_bytes]
+    # BFS reads only the indices, which the SSSP runs left on the device.
+    assert seraph.bfs(graph, 0, device="cuda").stats.bytes_h2d == 0

@@ -1,7 +1,9 @@
 """The CUDA backend (cupy): pinned host pages, a copy and a compute stream, device slots.
 
 The graph's pages live in host memory registered with ``cudaHostRegister``, so every page
-copy is a DMA at full PCIe speed. Copies run on their own stream and record an event per
+copy is a DMA at full PCIe speed. What every run of a graph uploads alike (the CSC index
+and, when the graph fits, all its pages) stays on the device between runs
+(:class:`DeviceGraph`). Copies run on their own stream and record an event per
 slot; a sweep runs on the compute stream after making it wait on the events of the pages
 it reads. The kernels come from ``seraph/kernels/pull.cu`` through ``RawModule``.
 
@@ -51,10 +53,13 @@ def _co_resident_blocks(kernel) -> int:
     return per_sm * device.attributes["MultiProcessorCount"]
 
 
-def default_budget() -> int:
-    """Most of the free device memory (a margin stays for cupy and the driver)."""
+def default_budget(graph) -> int:
+    """Most of the free device memory (a margin stays for cupy and the driver), counting
+    as free what cupy's pool holds unused and what this graph keeps on the device."""
     free, _total = cp.cuda.runtime.memGetInfo()
-    return int(free * 0.9)
+    held = graph.__dict__.get("_engine_cache", {}).get("device")
+    return int((free + cp.get_default_memory_pool().free_bytes()) * 0.9) + \
+        (held.nbytes if held is not None else 0)
 
 
 def _memcpy(dst: int, src: int, nbytes: int, kind: int, stream: cp.cuda.Stream) -> None:
@@ -77,12 +82,70 @@ def _pin(graph, array: np.ndarray) -> None:
     weakref.finalize(graph, cp.cuda.runtime.hostUnregister, ptr).atexit = False
 
 
+def _upload(array: np.ndarray, stream: cp.cuda.Stream) -> cp.ndarray:
+    """A copy of a pinned host array on the device (at least one element, so that an
+    empty graph still passes the kernels a valid pointer)."""
+    device = cp.empty(max(1, len(array)), dtype=array.dtype)
+    _memcpy(device.data.ptr, array.ctypes.data, array.nbytes,
+            cp.cuda.runtime.memcpyHostToDevice, stream)
+    return device
+
+
+class DeviceGraph:
+    """What every CUDA run of a graph uploads alike, kept with the graph between runs, as
+    a cuGraph graph stays on its device: the CSC ``indptr``, the page starts and, while
+    the whole graph fits the runs' budget, every page. Repeated queries then start at
+    once; :meth:`seraph.Graph.release_device_memory` frees it."""
+
+    def __init__(self, graph, stream: cp.cuda.Stream):
+        indptr = graph.csc()[0]
+        _pin(graph, indptr)  # its upload (8 bytes a vertex) is a DMA, not a staged copy
+        with stream:
+            self.indptr = _upload(indptr, stream)
+            self.page_first = cp.asarray(graph.page_first_vertex)
+        self.indices: cp.ndarray | None = None
+        self.weights: cp.ndarray | None = None
+
+    @classmethod
+    def of(cls, graph, stream: cp.cuda.Stream) -> DeviceGraph:
+        cache = graph.__dict__.setdefault("_engine_cache", {})
+        if "device" not in cache:
+            cache["device"] = cls(graph, stream)
+        return cache["device"]
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.indptr, self.page_first, self.indices, self.weights)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def hold_pages(self, graph, weights: bool, stream: cp.cuda.Stream) -> int:
+        """Every page on the device (with its weights if asked); returns the bytes this
+        call uploaded (0 when an earlier run left them here)."""
+        _indptr, indices, host_weights = graph.csc()
+        uploaded = 0
+        for name, host in (("indices", indices), ("weights", host_weights if weights else None)):
+            if host is not None and getattr(self, name) is None:
+                _pin(graph, host)
+                setattr(self, name, _upload(host, stream))
+                uploaded += host.nbytes
+        return uploaded
+
+    def drop_pages(self) -> None:
+        """Frees the resident pages: a run that pages needs the room for its slots."""
+        self.indices = self.weights = None
+
+    def release(self) -> None:
+        self.indptr = self.page_first = None
+        self.drop_pages()
+        cp.get_default_memory_pool().free_all_blocks()
+
+
 class CudaBackend(Backend):
     name = "cuda"
 
     def __init__(self, graph, algorithm, layout, table, initial_state: int = 0):
         super().__init__(graph, algorithm, layout, table, initial_state)
-        indptr, indices, weights = graph.csc()
+        _indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
         suffix = "f32" if algorithm.dtype == np.float32 else "i32"
         self._kernel = _kernels().get_function(f"pull_window_{suffix}")
@@ -91,25 +154,33 @@ class CudaBackend(Backend):
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
-        # indptr is pinned too: its upload (8 bytes a vertex) is a DMA, not a staged copy.
-        for array in (indptr, indices, weights):
-            if array is not None:
-                _pin(graph, array)
         self._host_indices, self._host_weights = indices, weights
         num_slots = graph.num_pages if layout.resident else layout.num_slots
+        device_graph = DeviceGraph.of(graph, self.compute_stream)
+        self.indptr, self.page_first = device_graph.indptr, device_graph.page_first
+        self.upload_bytes = 0
         with self.compute_stream:
-            self.indptr = cp.empty(indptr.shape, dtype=indptr.dtype)
-            _memcpy(self.indptr.data.ptr, indptr.ctypes.data, indptr.nbytes,
-                    cp.cuda.runtime.memcpyHostToDevice, self.compute_stream)
-            self.page_first = cp.asarray(graph.page_first_vertex)
+            if layout.resident:
+                # The whole graph fits: every page is on the device (uploaded once per
+                # graph) and no page moves.
+                self.upload_bytes = device_graph.hold_pages(graph, weights is not None,
+                                                            self.compute_stream)
+                self.slot_indices = device_graph.indices
+                self.slot_weights = device_graph.weights if weights is not None else \
+                    cp.empty(1, dtype=cp.float32)
+            else:
+                device_graph.drop_pages()
+                for array in (indices, weights):
+                    if array is not None:
+                        _pin(graph, array)
+                self.slot_indices = cp.empty(max(1, num_slots * pe), dtype=cp.int32)
+                self.slot_weights = cp.empty(max(1, num_slots * pe) if weights is not None
+                                             else 1, dtype=cp.float32)
             self.values = cp.empty(n, dtype=algorithm.dtype)
             self.changed = cp.zeros(n, dtype=cp.uint8)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
-            self.slot_indices = cp.empty(max(1, num_slots * pe), dtype=cp.int32)
-            self.slot_weights = cp.empty(max(1, num_slots * pe) if weights is not None else 1,
-                                         dtype=cp.float32)
         self._launch_buffers(num_slots)
         # The scheduler reads the block epochs before every window step: a pinned mirror,
         # refreshed by the launch's one readback and kept current by the host's own writes.
@@ -128,21 +199,9 @@ class CudaBackend(Backend):
         self._base_event.record(self.copy_stream)
         self._base_event.synchronize()
         self._base_time = time.perf_counter()
-        self.upload_bytes = 0
-        if layout.resident:
-            # The whole graph fits: upload every page once; no page moves after this.
-            for page in range(graph.num_pages):
-                self.load(page, page)
-                self.upload_bytes += self._page_bytes(page)
-            for page in range(graph.num_pages):
-                self.wait(page)
         self.peak_memory = cp.get_default_memory_pool().total_bytes()
 
     # -- pages ----------------------------------------------------------------------------
-    def _page_bytes(self, page: int) -> int:
-        start, end = self.graph.page_range(page)
-        return (end - start) * (8 if self._host_weights is not None else 4)
-
     def load(self, slot: int, page: int) -> None:
         start, end = self.graph.page_range(page)
         pe = self.graph.page_edges
