@@ -169,7 +169,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         stats.setup_time = time.perf_counter() - start
         run.execute(algorithm.initial_frontier(source))
         done = time.perf_counter()
-        values = backend.host_values()  # the backend is done with it (closed below)
+        values = backend.result()
         stats.readback_time = time.perf_counter() - done
         stats.peak_device_memory = getattr(backend, "peak_memory", 0)
         if getattr(backend, "upload_bytes", 0):  # a resident graph's one upload

@@ -32,14 +32,7 @@ import numpy as np
 
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout
-from seraph.backends.cpu_kernels import (
-    NONE,
-    STRONG,
-    WEAK,
-    page_source_blocks,
-    pages_active,
-    pages_of,
-)
+from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
 from seraph.push import edges_below
@@ -206,12 +199,11 @@ class Run:
         Returns True if there is work to do (their pages are forced active)."""
         if self.predictor != WEAK:
             return False
-        owing = self.be.take_owing()
-        if not len(owing):
+        pages = self.be.take_owing_pages()
+        if not len(pages):
             return False
         self.stats.rechecks += 1
-        self.processed[pages_of(owing, self.g.csc()[0], self.g.page_edges,
-                                self.g.num_pages)] = -1
+        self.processed[pages] = -1
         # The re-check round attempts every vertex it sweeps: skipping there would only
         # create new debts and the re-check could chase its own tail.
         self.rechecking = True

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seraph.errors import DeviceError
+from seraph.predictors import OWES
 from seraph.units import format_size
 
 #: The most source blocks the activity summary tracks; more blocks are more precise but
@@ -74,6 +75,19 @@ class Layout:
         if slots >= pages:
             return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)
         return cls(slots, False, state, slot, block_shift, num_blocks, weights)
+
+
+def take_owing_pages(xp, states, initial_state, page_first, page_last):
+    """The pages holding in-edges of the vertices whose state owes an attempt, which are
+    reset to ``initial_state``; ``xp`` is numpy or cupy (the states stay where they are).
+
+    A page holds in-edges of exactly the vertices between its first and last destination
+    (one in between without in-edges only adds the page to the re-check), so a prefix count
+    of the owing vertices finds the pages without listing the vertices."""
+    owing = (states & OWES) != 0
+    states[owing] = initial_state
+    before = xp.concatenate((xp.zeros(1, xp.int64), xp.cumsum(owing, dtype=xp.int64)))
+    return xp.flatnonzero(before[page_last + 1] - before[page_first])
 
 
 class Backend(ABC):
@@ -146,9 +160,12 @@ class Backend(ABC):
 
     @abstractmethod
     def host_values(self) -> np.ndarray:
-        """The values in host memory (for the push engine and the result). The array may
-        be the backend's own: a caller that keeps it past the backend's next write copies
-        it."""
+        """The values in host memory, for the push engine: the backend's own array, which
+        the next call overwrites."""
+
+    def result(self) -> np.ndarray:
+        """The final values, in a host array the caller owns (the run is over)."""
+        return self.host_values()
 
     @abstractmethod
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
@@ -170,8 +187,9 @@ class Backend(ABC):
         short enough for the push engine, so a device counts before it copies anything."""
 
     @abstractmethod
-    def take_owing(self) -> np.ndarray:
-        """Vertices the weak predictor skipped since their last attempt, made to attempt."""
+    def take_owing_pages(self) -> np.ndarray:
+        """The pages holding in-edges of the vertices the weak predictor skipped since their
+        last attempt (ascending); those vertices are made to attempt again."""
 
     @abstractmethod
     def state_counts(self) -> list[int]: ...

@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 
-from seraph.backends.base import Backend, SweepResult
+from seraph.backends.base import Backend, SweepResult, take_owing_pages
 from seraph.backends.cpu_kernels import blocks_of, sweep_pages
 from seraph.predictors import OWES, STATE_MASK
 
@@ -109,10 +109,10 @@ class CpuBackend(Backend):
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
         return np.flatnonzero(flags) if np.count_nonzero(flags) <= limit else None
 
-    def take_owing(self) -> np.ndarray:
-        owing = np.flatnonzero(self.states & OWES)
-        self.states[owing] = self.initial_state
-        return owing
+    def take_owing_pages(self) -> np.ndarray:
+        g = self.graph
+        return take_owing_pages(np, self.states, self.initial_state, g.page_first_vertex,
+                                g.page_last_vertex)
 
     def state_counts(self) -> list[int]:
         return np.bincount(self.states & STATE_MASK, minlength=self.table.shape[1]).tolist()

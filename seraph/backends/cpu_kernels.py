@@ -169,20 +169,3 @@ def blocks_of(vertices, block_shift, num_blocks):
         hit[v >> block_shift] = True
     return np.flatnonzero(hit)
 
-
-@njit(cache=True)
-def pages_of(vertices, indptr, page_edges, num_pages):
-    """The pages holding in-edges of ``vertices``, ascending. Each vertex covers the page
-    range of its CSC slice; a depth count over range starts and ends marks their union."""
-    depth = np.zeros(num_pages + 1, dtype=np.int64)
-    for v in vertices:
-        lo, hi = indptr[v], indptr[v + 1]
-        if hi > lo:
-            depth[lo // page_edges] += 1
-            depth[(hi - 1) // page_edges + 1] -= 1
-    covered = np.zeros(num_pages, dtype=np.bool_)
-    running = 0
-    for p in range(num_pages):
-        running += depth[p]
-        covered[p] = running > 0
-    return np.flatnonzero(covered)

@@ -24,7 +24,7 @@ import cupy as cp
 import cupyx
 import numpy as np
 
-from seraph.backends.base import Backend, SweepResult
+from seraph.backends.base import Backend, SweepResult, take_owing_pages
 from seraph.backends.cpu_kernels import blocks_of
 from seraph.predictors import OWES, STATE_MASK
 
@@ -103,6 +103,7 @@ class DeviceGraph:
         with stream:
             self.indptr = _upload(indptr, stream)
             self.page_first = cp.asarray(graph.page_first_vertex)
+            self.page_last = cp.asarray(graph.page_last_vertex)
         self.indices: cp.ndarray | None = None
         self.weights: cp.ndarray | None = None
 
@@ -115,7 +116,7 @@ class DeviceGraph:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.indptr, self.page_first, self.indices, self.weights)
+        arrays = (self.indptr, self.page_first, self.page_last, self.indices, self.weights)
         return sum(a.nbytes for a in arrays if a is not None)
 
     def hold_pages(self, graph, weights: bool, stream: cp.cuda.Stream) -> int:
@@ -135,7 +136,7 @@ class DeviceGraph:
         self.indices = self.weights = None
 
     def release(self) -> None:
-        self.indptr = self.page_first = None
+        self.indptr = self.page_first = self.page_last = None
         self.drop_pages()
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -158,6 +159,7 @@ class CudaBackend(Backend):
         num_slots = graph.num_pages if layout.resident else layout.num_slots
         device_graph = DeviceGraph.of(graph, self.compute_stream)
         self.indptr, self.page_first = device_graph.indptr, device_graph.page_first
+        self._page_last = device_graph.page_last
         self.upload_bytes = 0
         with self.compute_stream:
             if layout.resident:
@@ -344,8 +346,15 @@ class CudaBackend(Backend):
                 self.values[:] = cp.arange(len(self.values), dtype=alg.dtype)
 
     def host_values(self) -> np.ndarray:
-        self._host = self.values.get(stream=self.compute_stream)
+        # Pinned: a hand-over to the push engine moves the values at full PCIe speed.
+        if self._host is None:
+            self._host = cupyx.empty_pinned(self.values.shape, dtype=self.values.dtype)
+        self.values.get(stream=self.compute_stream, out=self._host)
         return self._host
+
+    def result(self) -> np.ndarray:
+        # A fresh pageable array: pinned memory is too scarce to hand to the caller.
+        return self.values.get(stream=self.compute_stream)
 
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         # Only the push engine's changes cross back over PCIe.
@@ -374,11 +383,12 @@ class CudaBackend(Backend):
             self.changed.fill(0)
         return vertices
 
-    def take_owing(self) -> np.ndarray:
+    def take_owing_pages(self) -> np.ndarray:
+        # On the device, where the states are: only the page numbers cross.
         with self.compute_stream:
-            owing = cp.flatnonzero(self.states & OWES)
-            self.states[owing] = self.initial_state
-            return owing.get(stream=self.compute_stream)
+            pages = take_owing_pages(cp, self.states, self.initial_state, self.page_first,
+                                     self._page_last)
+            return pages.get(stream=self.compute_stream)
 
     def state_counts(self) -> list[int]:
         with self.compute_stream:
