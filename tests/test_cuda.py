@@ -99,3 +99,29 @@ def test_graph_stays_on_the_device_between_runs():
     assert uploads == [page_bytes, 0, None, page_bytes, page_bytes]
     # BFS reads only the indices, which the SSSP runs left on the device.
     assert seraph.bfs(graph, 0, device="cuda").stats.bytes_h2d == 0
+
+
+@pytest.mark.parametrize("light_lanes", [1, 4, 8, 32])
+@pytest.mark.parametrize("page_edges", [512, 1 << 16])
+def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges):
+    """A power-law graph (R-MAT, hubs of hundreds of in-edges) under every lane-group
+    width, with hubs both whole in a page and split across pages: the light vertices go to
+    groups, the heavy ones to whole warps, and every answer is the CPU's."""
+    from partitioner.generators import gap_weights, rmat
+    from seraph.backends.cuda import CudaBackend
+
+    chunk = next(iter(rmat(11, 16, seed=3, weights=gap_weights()).chunks()))
+    graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1 << 11,
+                                    symmetrize=True, page_edges=page_edges)
+    assert int(graph.in_degrees().max()) > 4 * CudaBackend.heavy_edges
+    monkeypatch.setattr(CudaBackend, "light_lanes", light_lanes)
+    hub = int(np.argmax(graph.out_degrees()))
+    layout = Layout.plan(graph, True, None)
+    for budget in (None, layout.state_bytes + 4 * layout.slot_bytes):
+        for predictor in ("strong", "weak"):
+            opts = dict(device_memory=budget, predictor=predictor, push_alpha=0)
+            for call, field in ((lambda **o: seraph.bfs(graph, hub, **o), "levels"),
+                                (lambda **o: seraph.connected_components(graph, **o), "labels"),
+                                (lambda **o: seraph.sssp(graph, hub, **o), "distances")):
+                want = getattr(call(device="cpu", **opts), field)
+                np.testing.assert_array_equal(getattr(call(device="cuda", **opts), field), want)

@@ -143,6 +143,10 @@ class DeviceGraph:
 
 class CudaBackend(Backend):
     name = "cuda"
+    #: Lanes that pull one light vertex (a power of two up to 32), and the in-page degree
+    #: above which a vertex is heavy and gets a whole warp (see kernels/pull.cu).
+    light_lanes = 8
+    heavy_edges = 64
 
     def __init__(self, graph, algorithm, layout, table, initial_state: int = 0):
         super().__init__(graph, algorithm, layout, table, initial_state)
@@ -305,7 +309,7 @@ class CudaBackend(Backend):
                 alg.dtype.type(threshold), self._d_table, np.int32(self._d_table.shape[1]),
                 self.states, self.changed, self.block_epoch,
                 np.int32(self.layout.block_shift), np.int64(epoch), self._counters,
-                self._minimum)
+                np.int32(self.light_lanes), np.int64(self.heavy_edges), self._minimum)
         with stream:
             if persistent is None:
                 blocks = max(1, min(self._grid, -(-warps * 32 // _THREADS)))

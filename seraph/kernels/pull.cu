@@ -2,10 +2,12 @@
 //
 // value[v] = min(value[v], min over the page's in-edges (u -> v) of value[u] + w(u, v))
 //
-// A warp takes one destination vertex: its lanes stride over the vertex's in-edges within
-// the page and reduce with shuffles, so a hub's thousands of in-edges are shared by 32
-// lanes instead of serialised on one thread (power-law load balance). Work items are
-// (window page, destination vertex) pairs, flattened through `vertex_prefix`.
+// Work items are (window page, destination vertex) pairs, flattened through
+// `vertex_prefix`. A group of lanes takes one item: its lanes stride over the vertex's
+// in-edges within the page and reduce with shuffles. Power-law load balance: light
+// vertices (nearly all) get small groups, so a warp works on several at once, and heavy
+// ones (hubs) a whole warp each, so their thousands of in-edges are not serialised on a few
+// lanes (see sweep_window).
 //
 // All pages of the window are swept in one launch, so a vertex whose in-edges span two
 // adjacent pages can be updated by two warps at once: updates are atomicMin, and min is
@@ -47,16 +49,6 @@ __device__ __forceinline__ int atomic_min_value(int* addr, int val) {
 
 __device__ __forceinline__ float atomic_min_value(float* addr, float val) {
     return __int_as_float(atomicMin(reinterpret_cast<int*>(addr), __float_as_int(val)));
-}
-
-__device__ __forceinline__ int warp_min(int x) {
-    for (int off = 16; off > 0; off >>= 1) x = min(x, __shfl_down_sync(0xffffffffu, x, off));
-    return x;
-}
-
-__device__ __forceinline__ float warp_min(float x) {
-    for (int off = 16; off > 0; off >>= 1) x = fminf(x, __shfl_down_sync(0xffffffffu, x, off));
-    return x;
 }
 
 template <typename V>
@@ -107,8 +99,94 @@ __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V
     __syncthreads();
 }
 
+// Min over the first `width` lanes of a lane group (lanes of other groups may be elsewhere:
+// `mask` names this group's); the result is in the group's lane 0.
+template <typename V>
+__device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
+    for (int off = width >> 1; off > 0; off >>= 1) {
+        const V other = __shfl_down_sync(mask, x, off, width);
+        x = other < x ? other : x;
+    }
+    return x;
+}
+
+// Where window item `item` lies: its page index k (advanced from the caller's, items rise
+// monotonically per thread), its vertex and the slice [lo, hi) of its in-edges in the page.
+struct Item {
+    long long v, lo, hi, shift;
+    bool whole;  // every in-edge of v is in this page
+};
+
+__device__ __forceinline__ Item locate(long long item, int& k, const long long* pages,
+                                       const long long* offsets, const long long* vertex_prefix,
+                                       const long long* page_first, long long page_edges,
+                                       long long num_edges, const long long* indptr) {
+    while (vertex_prefix[k + 1] <= item) ++k;
+    const long long page = pages[k];
+    const long long base = page * page_edges;
+    const long long length = min(page_edges, num_edges - base);
+    Item it;
+    it.v = page_first[page] + (item - vertex_prefix[k]);
+    const long long row_lo = indptr[it.v], row_hi = indptr[it.v + 1];
+    it.lo = max(row_lo, base);
+    it.hi = min(row_hi, base + length);
+    it.shift = offsets[k] - base;
+    it.whole = row_lo >= base && row_hi <= base + length;
+    return it;
+}
+
+// One vertex's pull by a group of `width` lanes (lane `glane` of it). Everything a branch
+// depends on is read once and broadcast, so the group's lanes never part before a shuffle.
+template <typename V>
+__device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int width,
+                            unsigned mask, const int* __restrict__ indices,
+                            const float* __restrict__ weights, V* values, int mode, V inf,
+                            int predictor, V threshold, int num_states, unsigned char* states,
+                            unsigned char* changed, long long* block_epoch, int block_shift,
+                            long long epoch) {
+    const long long v = it.v;
+    const V old = __shfl_sync(mask, values[v], 0, width);
+    if (predictor == PRED_STRONG && old <= threshold) {
+        if (glane == 0) atomicAdd(&sh.count[SKIPPED_STRONG], 1ull);
+        return;
+    }
+    unsigned char state = 0;
+    if (predictor == PRED_WEAK) {
+        state = (unsigned char)__shfl_sync(mask, (int)(states[v] & STATE_MASK), 0, width);
+        // A vertex split across pages always attempts (see the CPU kernel).
+        if (it.whole && !sh.table[state]) {
+            if (glane == 0) {
+                states[v] = sh.table[3 * num_states + state] | OWES;
+                atomicAdd(&sh.count[SKIPPED_WEAK], 1ull);
+            }
+            return;
+        }
+    }
+    V best = old;
+    for (long long i = it.lo + glane; i < it.hi; i += width) {
+        const V cand = candidate<V>(values[indices[i + it.shift]], weights, i + it.shift, mode,
+                                    inf);
+        best = cand < best ? cand : best;
+    }
+    best = group_min(best, width, mask);
+    if (glane != 0) return;
+    atomicAdd(&sh.count[ATTEMPTED], 1ull);
+    const bool success = best < old && best < atomic_min_value(&values[v], best);
+    if (success) {
+        changed[v] = 1;
+        block_epoch[v >> block_shift] = epoch;
+        atomicAdd(&sh.count[SUCCEEDED], 1ull);
+        atomic_min_value(&sh.min, best);
+    }
+    if (predictor == PRED_WEAK) states[v] = sh.table[(success ? 1 : 2) * num_states + state];
+}
+
 // One sweep over the (page, destination vertex) items of window pages
-// [first_page, end_page), a warp per item.
+// [first_page, end_page), in two parts for power-law in-degrees. Light items (at most
+// `heavy_edges` in-edges in the page: nearly all of them) go to groups of `light_lanes`
+// lanes, so a warp pulls several small vertices at once instead of idling most lanes on
+// one. Then every warp scans 32 items at a time and pulls each heavy one it finds with all
+// 32 lanes, so a hub's in-edges are shared by a warp and not serialised on a few lanes.
 template <typename V>
 __device__ void sweep_window(
     SweepShared<V>& sh, const long long* __restrict__ pages,
@@ -117,58 +195,50 @@ __device__ void sweep_window(
     long long num_edges, const long long* __restrict__ indptr, const int* __restrict__ indices,
     const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
     int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
-    int block_shift, long long epoch, int first_page, int end_page) {
+    int block_shift, long long epoch, int first_page, int end_page, int light_lanes,
+    long long heavy_edges) {
     const int lane = threadIdx.x & 31;
-    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    const long long end = vertex_prefix[end_page];
+    const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long num_threads = (long long)gridDim.x * blockDim.x;
+    const long long begin = vertex_prefix[first_page], end = vertex_prefix[end_page];
+#define PULL(IT, GLANE, WIDTH, MASK)                                                         \
+    pull_vertex<V>(sh, IT, GLANE, WIDTH, MASK, indices, weights, values, mode, inf,          \
+                   predictor, threshold, num_states, states, changed, block_epoch,           \
+                   block_shift, epoch)
+
+    const int glane = lane & (light_lanes - 1);
+    const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
+        : ((1u << light_lanes) - 1) << (lane & ~(light_lanes - 1));
     int k = first_page;
-    for (long long item = vertex_prefix[first_page] + warp; item < end; item += num_warps) {
-        while (vertex_prefix[k + 1] <= item) ++k;  // items rise monotonically per warp
-        const long long page = pages[k];
-        const long long base = page * page_edges;
-        const long long length = min(page_edges, num_edges - base);
-        const long long v = page_first[page] + (item - vertex_prefix[k]);
-        const long long row_lo = indptr[v], row_hi = indptr[v + 1];
-        const long long lo = max(row_lo, base), hi = min(row_hi, base + length);
-        if (lo >= hi) continue;
-        const V old = values[v];
-        if (predictor == PRED_STRONG && old <= threshold) {
-            if (lane == 0) atomicAdd(&sh.count[SKIPPED_STRONG], 1ull);
-            continue;
-        }
-        unsigned char state = 0;
-        if (predictor == PRED_WEAK) {
-            state = states[v] & STATE_MASK;
-            // A vertex split across pages always attempts (see the CPU kernel).
-            const bool whole = row_lo >= base && row_hi <= base + length;
-            if (whole && !sh.table[state]) {
-                if (lane == 0) {
-                    states[v] = sh.table[3 * num_states + state] | OWES;
-                    atomicAdd(&sh.count[SKIPPED_WEAK], 1ull);
-                }
-                continue;
-            }
-        }
-        const long long shift = offsets[k] - base;
-        V best = old;
-        for (long long i = lo + lane; i < hi; i += 32) {
-            const V cand = candidate<V>(values[indices[i + shift]], weights, i + shift, mode, inf);
-            best = cand < best ? cand : best;
-        }
-        best = warp_min(best);
-        if (lane != 0) continue;
-        atomicAdd(&sh.count[ATTEMPTED], 1ull);
-        const bool success = best < old && best < atomic_min_value(&values[v], best);
-        if (success) {
-            changed[v] = 1;
-            block_epoch[v >> block_shift] = epoch;
-            atomicAdd(&sh.count[SUCCEEDED], 1ull);
-            atomic_min_value(&sh.min, best);
-        }
-        if (predictor == PRED_WEAK)
-            states[v] = sh.table[(success ? 1 : 2) * num_states + state];
+    for (long long item = begin + thread / light_lanes; item < end;
+         item += num_threads / light_lanes) {
+        const Item it = locate(item, k, pages, offsets, vertex_prefix, page_first, page_edges,
+                               num_edges, indptr);
+        if (it.lo >= it.hi || it.hi - it.lo > heavy_edges) continue;
+        PULL(it, glane, light_lanes, group_mask);
     }
+
+    k = first_page;
+    for (long long first = begin + (thread >> 5) * 32; first < end; first += num_threads) {
+        Item mine;
+        bool heavy = false;
+        if (first + lane < end) {
+            mine = locate(first + lane, k, pages, offsets, vertex_prefix, page_first,
+                          page_edges, num_edges, indptr);
+            heavy = mine.hi - mine.lo > heavy_edges;
+        }
+        for (unsigned found = __ballot_sync(0xffffffffu, heavy); found; found &= found - 1) {
+            const int src = __ffs(found) - 1;
+            Item it;
+            it.v = __shfl_sync(0xffffffffu, mine.v, src);
+            it.lo = __shfl_sync(0xffffffffu, mine.lo, src);
+            it.hi = __shfl_sync(0xffffffffu, mine.hi, src);
+            it.shift = __shfl_sync(0xffffffffu, mine.shift, src);
+            it.whole = __shfl_sync(0xffffffffu, (int)mine.whole, src);
+            PULL(it, lane, 32, 0xffffffffu);
+        }
+    }
+#undef PULL
 }
 
 #define PULL_ARGS                                                                            \
@@ -178,11 +248,12 @@ __device__ void sweep_window(
         const float *weights
 #define PULL_TAIL                                                                            \
     const unsigned char *table, int num_states, unsigned char *states, unsigned char *changed, \
-        long long *block_epoch, int block_shift, long long epoch, unsigned long long *counters
+        long long *block_epoch, int block_shift, long long epoch, unsigned long long *counters, \
+        int light_lanes, long long heavy_edges
 #define SWEEP_CALL(EPOCH, FIRST, END)                                                        \
     sh, pages, offsets, vertex_prefix, page_first, page_edges, num_edges,                    \
         indptr, indices, weights, values, mode, inf, predictor, threshold, num_states, states, \
-        changed, block_epoch, block_shift, EPOCH, FIRST, END
+        changed, block_epoch, block_shift, EPOCH, FIRST, END, light_lanes, heavy_edges
 
 template <typename V>
 __device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor, V threshold,
@@ -237,7 +308,7 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
         pull_once<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,            \
                      page_edges, num_edges, indptr, indices, weights, values, mode, inf,     \
                      predictor, threshold, table, num_states, states, changed, block_epoch,  \
-                     block_shift, epoch, counters, min_written);                             \
+                     block_shift, epoch, counters, light_lanes, heavy_edges, min_written);   \
     }                                                                                        \
     extern "C" __global__ void pull_persistent_##SUFFIX(                                     \
         PULL_ARGS, V *values, int mode, V inf, int predictor, V threshold, PULL_TAIL,        \
@@ -246,7 +317,8 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
         pull_persistent<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,      \
                            page_edges, num_edges, indptr, indices, weights, values, mode,    \
                            inf, predictor, threshold, table, num_states, states, changed,    \
-                           block_epoch, block_shift, epoch, counters, min_written,           \
+                           block_epoch, block_shift, epoch, counters, light_lanes,           \
+                           heavy_edges, min_written,                                         \
                            max_sweeps, landed_seq, incoming_slot, expected_seq, mandatory,   \
                            control);                                                         \
     }
