@@ -215,8 +215,8 @@ def bfs(graph, source: int, *, predecessors: bool = False, config: EngineConfig 
     preds = None
     if predecessors:
         preds = _input_ids(g, tight_predecessors(g, values, s, BFS.weight_mode))
-    levels = values  # int32 already, and ours: relabel the unreached in place
-    levels[levels == BFS.inf] = -1
+    levels = values  # int32 already, and ours: relabel the unreached in place (putmask:
+    np.putmask(levels, levels == BFS.inf, -1)  # boolean-index assignment is ~10x slower)
     return BFSResult(levels, preds, stats, trace)
 
 
