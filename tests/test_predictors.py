@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from numba import njit
 from scipy.sparse import csgraph
 
+import seraph.predictors
 from seraph.errors import ConfigError
 from seraph.predictors import (
     ATTEMPT,
@@ -72,6 +75,11 @@ def test_builtin_names_and_alias():
         np.testing.assert_array_equal(parse_diagram(d.to_toml()).table, d.table)
 
 
+CHECKOUT_CONFIGS = Path(seraph.predictors.__file__).resolve().parent.parent / "configs"
+
+
+@pytest.mark.skipif(not CHECKOUT_CONFIGS.is_dir(),
+                    reason="seraph is installed from a wheel here, not run from a checkout")
 def test_shipped_diagrams_load_from_a_checkout_too(monkeypatch):
     """Without an installed build there is no ``seraph.configs`` package; the diagrams then
     come from the checkout's ``configs/``."""
