@@ -168,4 +168,3 @@ def blocks_of(vertices, block_shift, num_blocks):
     for v in vertices:
         hit[v >> block_shift] = True
     return np.flatnonzero(hit)
-
