@@ -92,8 +92,9 @@ def graph_cached(graph, key, make: Callable[[], object]):
     return cache[key]
 
 
-def page_summary(graph, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """Source blocks read by each page (CSR), built once per graph and block size."""
+def page_summary(graph, layout: Layout) -> np.ndarray:
+    """Source blocks read by each page (a bit per block), built once per graph and block
+    size."""
     return graph_cached(graph, ("page_summary", layout.block_shift), lambda: page_source_blocks(
         graph.csc()[1], graph.page_edges, graph.num_pages, layout.block_shift,
         layout.num_blocks))
@@ -115,7 +116,7 @@ class Run:
         self.predictor = PREDICTOR_CODES[predictor]
         self.stats, self.trace = stats, trace
         self.layout = backend.layout
-        self.ptr, self.blocks = page_summary(graph, self.layout)
+        self.page_blocks = page_summary(graph, self.layout)
         self.processed = np.zeros(graph.num_pages, dtype=np.int64)
         self.epoch = 0
         self.threshold = -1  # no vertex is proven converged before the first round
@@ -135,7 +136,7 @@ class Run:
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask of ``pages`` (default: all) that need a sweep now."""
         pages = np.arange(self.g.num_pages) if pages is None else np.asarray(pages, np.int64)
-        return pages_active(pages, self.ptr, self.blocks, self.be.block_epochs(),
+        return pages_active(pages, self.page_blocks, self.be.block_epochs(),
                             self.processed)
 
     def is_active(self, page: int) -> bool:

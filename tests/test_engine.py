@@ -24,7 +24,7 @@ from test_predictors import SLEEPY_TOML
 
 import seraph
 from seraph.backends.base import Layout
-from seraph.backends.cpu_kernels import SERIAL_EDGES
+from seraph.backends.cpu_kernels import SERIAL_EDGES, page_source_blocks, pages_active
 from seraph.graph import Graph
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -524,3 +524,24 @@ def test_the_single_schedule_never_skips(predictor, device):
                         device_memory=budget(graph, 2, False, "sssp")).stats
     assert stats.skipped_strong == stats.skipped_weak == 0
     assert stats.predictor == "none" and stats.pages_transferred > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), num_blocks=st.integers(1, 200),
+       page_edges=st.integers(1, 40))
+def test_activity_summary_matches_its_definition(seed, num_blocks, page_edges):
+    """A page is active exactly when a block one of its edges reads from changed at or after
+    the epoch of its last sweep (checked edge by edge, with never-changed blocks at -1 and
+    pages forced active at -1)."""
+    rng = np.random.default_rng(seed)
+    block_shift = int(rng.integers(0, 3))
+    indices = rng.integers(0, num_blocks << block_shift, int(rng.integers(0, 400)))
+    num_pages = max(1, -(-len(indices) // page_edges))
+    bits = page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks)
+    block_epoch = rng.integers(-1, 6, num_blocks)
+    processed = rng.integers(-1, 7, num_pages)
+    pages = rng.permutation(num_pages)[:int(rng.integers(0, num_pages + 1))]
+    want = [any(block_epoch[u >> block_shift] >= processed[p]
+                for u in indices[p * page_edges:(p + 1) * page_edges]) for p in pages]
+    got = pages_active(pages.astype(np.int64), bits, block_epoch, processed)
+    assert got.tolist() == want

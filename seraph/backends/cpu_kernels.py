@@ -122,40 +122,49 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
 
 @njit(cache=True, parallel=True)
 def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
-    """The distinct source blocks each page reads, as CSR (ptr, blocks).
+    """The source blocks each page reads, one bit per block (row p: page p's blocks, 64
+    to a word).
 
     This is the engine's activity summary: a page needs a sweep only if one of these
     blocks changed since the page was last swept.
     """
-    marks = np.zeros((num_pages, num_blocks), dtype=np.bool_)
+    bits = np.zeros((num_pages, (num_blocks + 63) // 64), dtype=np.uint64)
     for p in prange(num_pages):
         lo = p * page_edges
         hi = min(lo + page_edges, len(indices))
         for i in range(lo, hi):
-            marks[p, indices[i] >> block_shift] = True
-    counts = marks.sum(axis=1)
-    ptr = np.zeros(num_pages + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum(counts)
-    blocks = np.empty(ptr[-1], dtype=np.int64)
-    for p in prange(num_pages):
-        pos = ptr[p]
-        for b in range(num_blocks):
-            if marks[p, b]:
-                blocks[pos] = b
-                pos += 1
-    return ptr, blocks
+            b = indices[i] >> block_shift
+            bits[p, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    return bits
 
 
 @njit(cache=True)
-def pages_active(pages, ptr, blocks, block_epoch, processed):
+def pages_active(pages, bits, block_epoch, processed):
     """For each of ``pages``, whether a source block it reads changed at or after the epoch
-    in which it was last swept. Stops at the first such block: on graphs without locality
-    every page reads thousands of blocks, and the first one usually decides."""
+    in which it was last swept.
+
+    The scheduler asks before every window step, so the cost must not grow with blocks x
+    pages: the pages of a window were last swept in a few distinct epochs, and for each
+    such epoch one bit mask of the blocks changed since then serves every page, which
+    then needs one AND per 64 blocks."""
     active = np.zeros(len(pages), dtype=np.bool_)
+    if len(pages) == 0:
+        return active
+    since = processed[pages]
+    epochs = np.unique(since)
+    # dirty[k]: the blocks changed at or after epochs[k]. A block goes into the mask of the
+    # newest epoch it is dirty for; the masks of older epochs then take in the newer ones.
+    dirty = np.zeros((len(epochs), bits.shape[1]), dtype=np.uint64)
+    newest = np.searchsorted(epochs, block_epoch, side="right") - 1
+    for b in range(len(block_epoch)):
+        if newest[b] >= 0:
+            dirty[newest[b], b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    for k in range(len(epochs) - 2, -1, -1):
+        dirty[k] |= dirty[k + 1]
     for i in range(len(pages)):
-        p = pages[i]
-        for j in range(ptr[p], ptr[p + 1]):
-            if block_epoch[blocks[j]] >= processed[p]:
+        row, mask = bits[pages[i]], dirty[np.searchsorted(epochs, since[i])]
+        for w in range(len(row)):
+            if row[w] & mask[w]:
                 active[i] = True
                 break
     return active
