@@ -251,7 +251,7 @@ class Run:
         self.forward = not self.forward
         self._round_min, self._round_succeeded = self.alg.inf, 0
         if self.layout.resident:
-            self._sweep([0] * len(order), list(order))
+            self._sweep(np.zeros(len(order), dtype=np.int64), order)
         elif self.cfg.schedule == "pipelined":
             self._pipelined(order)
         elif self.cfg.schedule == "reentry":
@@ -260,12 +260,12 @@ class Run:
             self._single(order)
         return self._round_min, self._round_succeeded
 
-    def _sweep(self, slots: list[int], pages: list[int], max_sweeps: int = 1,
-               incoming: int | None = None, mandatory: int | None = None) -> list[int]:
+    def _sweep(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int = 1,
+               incoming: int | None = None, mandatory: int | None = None) -> np.ndarray:
         """Sweeps pages (already resident in ``slots``) up to ``max_sweeps`` times, stopping
         early as :meth:`Backend.sweep_until` says; returns the pages it swept."""
-        if not pages:
-            return []
+        if not len(pages):
+            return pages
         self.epoch += 1
         start = time.perf_counter()
         predictor = NONE if self.rechecking or self.cfg.schedule == "single" else \
@@ -293,8 +293,9 @@ class Run:
         if res.succeeded:
             self._round_succeeded += res.succeeded
             self._round_min = min(self._round_min, res.minimum)
-        self.trace.add("compute", start - self.t0, end - self.t0, pages=[int(p) for p in pages],
-                       updates=res.succeeded, sweeps=res.sweeps)
+        if self.trace.enabled:
+            self.trace.add("compute", start - self.t0, end - self.t0, pages=pages.tolist(),
+                           updates=res.succeeded, sweeps=res.sweeps)
         return pages if res.sweeps > 1 else pages[:done]
 
     def _place(self, page: int, busy: set[int]) -> int:
@@ -327,21 +328,23 @@ class Run:
         return None
 
     def _sweep_window(self, window: list[tuple[int, int]], max_sweeps: int,
-                      incoming: int | None = None, swept: set[int] | None = None) -> None:
-        """Sweeps the window's active pages. With ``swept`` (the pages swept so far this
-        round, updated here), the pages not in it go first and are swept before the sweep
-        may stop for a landed copy: the strong rules and the hand-over to the push engine
-        count on every page active at a round's start being swept in the round."""
-        active = self.active_pages(np.array([p for _, p in window], dtype=np.int64))
-        live = [sp for sp, a in zip(window, active, strict=True) if a]
+                      incoming: int | None = None, swept: np.ndarray | None = None) -> None:
+        """Sweeps the window's active pages. With ``swept`` (a flag per page: swept so far
+        this round, updated here), the pages not swept yet go first and are swept before
+        the sweep may stop for a landed copy: the strong rules and the hand-over to the
+        push engine count on every page active at a round's start being swept in the
+        round."""
+        slots, pages = np.array(window, dtype=np.int64).reshape(-1, 2).T
+        live = self.active_pages(pages)
+        slots, pages = slots[live], pages[live]
         mandatory = None
         if swept is not None:
-            live.sort(key=lambda sp: sp[1] in swept)  # stable: keeps the given order
-            mandatory = sum(p not in swept for _, p in live)
-        done = self._sweep([s for s, _ in live], [p for _, p in live], max_sweeps, incoming,
-                           mandatory)
+            first = np.argsort(swept[pages], kind="stable")  # keeps the given order
+            slots, pages = slots[first], pages[first]
+            mandatory = int(np.count_nonzero(~swept[pages]))
+        done = self._sweep(slots, pages, max_sweeps, incoming, mandatory)
         if swept is not None:
-            swept.update(done)
+            swept[done] = True
 
     def _pipelined(self, order: np.ndarray) -> None:
         # With the slots for it, two copies are kept in flight: while the host does a
@@ -351,7 +354,7 @@ class Run:
         pending = deque(int(p) for p in order)
         window: list[tuple[int, int]] = []
         incoming: deque[tuple[int, int]] = deque()
-        swept: set[int] = set()
+        swept = np.zeros(self.g.num_pages, dtype=np.bool_)
 
         def busy() -> set[int]:
             return {s for s, _ in window} | {s for s, _ in incoming}
@@ -392,7 +395,7 @@ class Run:
         self._landed(*current)
         for nxt in [*pages[1:], None]:
             incoming = None if nxt is None else (self._place(nxt, {current[0]}), nxt)
-            self._sweep([current[0]], [current[1]])
+            self._sweep(np.array([current[0]]), np.array([current[1]]))
             if incoming is None:
                 return
             self._landed(*incoming)

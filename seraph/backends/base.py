@@ -105,6 +105,12 @@ class Backend(ABC):
         self.table = table  # the weak diagram's packed table, or None
         self.initial_state = np.uint8(initial_state)
 
+    def slot_offsets(self, slots, pages) -> np.ndarray:
+        """Where each page's first edge sits in the slot arrays: a resident graph's pages
+        sit at their own offsets, paged ones at their slot's."""
+        where = pages if self.layout.resident else slots
+        return np.asarray(where, dtype=np.int64) * self.graph.page_edges
+
     @abstractmethod
     def load(self, slot: int, page: int) -> None: ...
 
@@ -115,10 +121,10 @@ class Backend(ABC):
     def wait(self, slot: int) -> tuple[float, float] | None: ...
 
     @abstractmethod
-    def sweep(self, slots: list[int], pages: list[int], predictor: int, threshold,
+    def sweep(self, slots: np.ndarray, pages: np.ndarray, predictor: int, threshold,
               epoch: int) -> SweepResult: ...
 
-    def sweep_until(self, slots: list[int], pages: list[int], predictor: int, threshold,
+    def sweep_until(self, slots: np.ndarray, pages: np.ndarray, predictor: int, threshold,
                     epoch: int, max_sweeps: int, incoming: int | None = None,
                     mandatory: int = 1) -> SweepResult:
         """Sweeps the window again and again, up to ``max_sweeps`` passes. Stops after a

@@ -45,10 +45,6 @@ class CpuBackend(Backend):
         self._chunks = 4 * numba.get_num_threads()
 
     # -- pages ----------------------------------------------------------------------------
-    def page_offset(self, slot: int, page: int) -> int:
-        return page * self.graph.page_edges if self.layout.resident else slot * \
-            self.graph.page_edges
-
     def _copy(self, slot: int, page: int) -> tuple[float, float]:
         start = time.perf_counter()
         pe = self.graph.page_edges
@@ -67,12 +63,11 @@ class CpuBackend(Backend):
         fut = self._copies.pop(slot, None)
         return None if fut is None else fut.result()
 
-    def sweep(self, slots: list[int], pages: list[int], predictor: int, threshold,
+    def sweep(self, slots: np.ndarray, pages: np.ndarray, predictor: int, threshold,
               epoch: int) -> SweepResult:
         g = self.graph
         pages_arr = np.asarray(pages, dtype=np.int64)
-        offsets = np.array([self.page_offset(s, p) for s, p in zip(slots, pages, strict=True)],
-                           dtype=np.int64)
+        offsets = self.slot_offsets(slots, pages)
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
         counters, minimum = sweep_pages(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,

@@ -247,9 +247,6 @@ class CudaBackend(Backend):
         return (self._base_time + cp.cuda.get_elapsed_time(self._base_event, began) / 1e3,
                 self._base_time + cp.cuda.get_elapsed_time(self._base_event, done) / 1e3)
 
-    def page_offset(self, slot: int, page: int) -> int:
-        return (page if self.layout.resident else slot) * self.graph.page_edges
-
     def sweep(self, slots, pages, predictor, threshold, epoch) -> SweepResult:
         return self._launch(slots, pages, predictor, threshold, epoch, None)
 
@@ -293,8 +290,7 @@ class CudaBackend(Backend):
         at_pages, at_offsets, at_prefix = self._window
         host[:_STATUS] = self._fresh_status
         host[at_pages:at_pages + k] = pages
-        where = pages if self.layout.resident else np.asarray(slots, dtype=np.int64)
-        np.multiply(where, g.page_edges, out=host[at_offsets:at_offsets + k])
+        host[at_offsets:at_offsets + k] = self.slot_offsets(slots, pages)
         host[at_prefix] = 0
         np.cumsum(counts, out=host[at_prefix + 1:at_prefix + k + 1])
         warps = int(host[at_prefix + k])
