@@ -359,10 +359,12 @@ class Run:
         def busy() -> set[int]:
             return {s for s, _ in window} | {s for s, _ in incoming}
 
+        # The first window's copies are all queued before the first wait, so they run back
+        # to back on the copy engine (nothing is swept until the window is full).
         while len(window) < width and (page := self._next_active(pending)) is not None:
-            slot = self._place(page, busy())
+            window.append((self._place(page, busy()), page))
+        for slot, page in window:
             self._landed(slot, page)
-            window.append((slot, page))
         while window:
             while len(incoming) < depth and (page := self._next_active(pending)) is not None:
                 incoming.append((self._place(page, busy()), page))
