@@ -66,7 +66,7 @@ class CpuBackend(Backend):
     def sweep(self, slots: np.ndarray, pages: np.ndarray, predictor: int, threshold,
               epoch: int) -> SweepResult:
         g = self.graph
-        pages_arr = np.asarray(pages, dtype=np.int64)
+        pages_arr = np.ascontiguousarray(pages, dtype=np.int64)  # one numba specialization
         offsets = self.slot_offsets(slots, pages)
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
         counters, minimum = sweep_pages(
