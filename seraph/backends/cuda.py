@@ -27,6 +27,7 @@ import numpy as np
 from seraph.backends.base import Backend, SweepResult, take_owing_pages
 from seraph.backends.cpu_kernels import blocks_of
 from seraph.predictors import OWES, STATE_MASK
+from seraph.scheduler import graph_cached
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
@@ -109,10 +110,7 @@ class DeviceGraph:
 
     @classmethod
     def of(cls, graph, stream: cp.cuda.Stream) -> DeviceGraph:
-        cache = graph.__dict__.setdefault("_engine_cache", {})
-        if "device" not in cache:
-            cache["device"] = cls(graph, stream)
-        return cache["device"]
+        return graph_cached(graph, "device", lambda: cls(graph, stream))
 
     @property
     def nbytes(self) -> int:
