@@ -295,7 +295,7 @@ def comparison_table(rows: list[dict]) -> str:
         target = TARGETS[r["algorithm"]]
         body.append([
             r["graph"], r["algorithm"].upper(), benchlib.seconds(r["seraph_seconds"]),
-            f"{st['kernel_time']:.3f} / {st['push_time']:.3f}",
+            f"{st['kernel_time']:.3f} / {st['host_time']:.3f}",
             f"{st['rounds']} ({st['dense_rounds']} dense)",
             "ok" if r["seraph_ok"] else f"**FAILED**: {r['seraph_check']}",
             benchlib.seconds(r["scipy_seconds"]), f"`{r['scipy_best']}`",

@@ -278,7 +278,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     path, tl = plot(args.trace, output)
     progress.note(f"wrote {path}: {len(tl.pages)} page lanes, "
                   f"{sum(map(len, tl.copies.values()))} copies, "
-                  f"{len(tl.pushes)} push intervals, "
+                  f"{len(tl.host_rounds)} host rounds, "
                   f"{len(tl.predictor_states)} rounds of predictor states")
     return 0
 

@@ -33,6 +33,7 @@ import numpy as np
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout
 from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
+from seraph.bottom_up import pull_round, unsettled
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
 from seraph.push import edges_below
@@ -171,6 +172,11 @@ class Run:
                 if not self._recheck():
                     return
                 continue
+            few = self._unsettled()
+            if few is not None:
+                frontier = self._bottom_up(few)
+                sparse = len(frontier) > 0 and self._is_sparse(frontier)
+                continue
             changed_min, succeeded = self._dense_round()
             self.rechecking = False
             self._end_round(succeeded, changed_min)
@@ -188,11 +194,16 @@ class Run:
     def _end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
         if self.alg.strong_rule == ROUNDS:
-            self.threshold = self.stats.rounds
+            self.threshold = self._rounds_bound()
         elif succeeded:
             self.threshold = changed_min
         if self.predictor == WEAK:
             self.stats.predictor_states.append(self.be.state_counts())
+
+    def _rounds_bound(self) -> int:
+        """The BFS strong threshold: after k rounds every vertex within k hops holds its
+        level, so a vertex holding k + 1 cannot be nearer and holds its level too."""
+        return self.stats.rounds + 1
 
     def _recheck(self) -> bool:
         """Before reporting convergence: re-attempt every vertex the weak predictor owes.
@@ -226,9 +237,9 @@ class Run:
         self.stats.rounds += res.rounds
         self.stats.edges_pushed += res.edges_pushed
         self.stats.updates_succeeded += len(res.changed)
-        self.stats.push_time += time.perf_counter() - start
+        self.stats.host_time += time.perf_counter() - start
         if self.alg.strong_rule == ROUNDS:
-            self.threshold = self.stats.rounds
+            self.threshold = self._rounds_bound()
         elif len(res.frontier):
             # Every later update descends from a vertex still waiting to push, and weights
             # are non-negative, so no vertex at or below their smallest value can change.
@@ -236,6 +247,38 @@ class Run:
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0,
                        rounds=res.rounds, edges=res.edges_pushed)
         return res.frontier
+
+    def _unsettled(self) -> np.ndarray | None:
+        """The vertices not yet proven final, when their in-edges are few enough to pull
+        on the host (see :mod:`seraph.bottom_up`); None otherwise. The weak predictor's
+        skips void the strong proofs, so under it no vertex counts as settled."""
+        if not self.push_limit or self.predictor == WEAK or self.threshold < 0:
+            return None
+        return unsettled(self.be.host_values(), self.g.csc()[0], self.threshold,
+                         int(self.push_limit))
+
+    def _bottom_up(self, vertices: np.ndarray) -> np.ndarray:
+        """One round that pulls ``vertices`` on the host; returns those it lowered."""
+        start = time.perf_counter()
+        values = self.be.host_values()
+        changed, minimum, edges = pull_round(*self.g.csc(), values, vertices,
+                                             self.alg.weight_mode, self.alg.inf)
+        self.epoch += 1
+        if len(changed):
+            self.be.apply_host_changes(changed, self.epoch)
+        # Every vertex that could change pulled after every change so far: only this
+        # round's own changes can make a page active.
+        self.processed[:] = self.epoch
+        self.stats.bottom_up_rounds += 1
+        self.stats.sparse_rounds += 1
+        self.stats.edges_pulled_on_host += edges
+        self.stats.updates_attempted += len(vertices)
+        self.stats.updates_succeeded += len(changed)
+        self._end_round(len(changed), minimum)
+        self.stats.host_time += time.perf_counter() - start
+        self.trace.add("bottom-up", start - self.t0, time.perf_counter() - self.t0,
+                       vertices=len(vertices), edges=edges)
+        return changed
 
     # -- dense rounds ---------------------------------------------------------------------
     def _dense_round(self):

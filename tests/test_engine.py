@@ -34,8 +34,10 @@ WHOLE = 1024  #: a page size above every test graph's edge count: one page holds
 PAGE_EDGES = (1, 2, 4, 16, WHOLE)
 SLOTS = (None, 2, 3, 5)  #: None: no budget, every page resident; 5 keeps two copies in flight
 PUSH_ALL = 1e-3  #: push while the frontier has fewer than 1000 m out-edges: always
-#: off; the default; pushes only frontiers without out-edges; pushes everything
-ALPHAS = (0.0, 20.0, 1e9, PUSH_ALL)
+#: off; the default; hands over often, so that a bottom-up round's changes are at times
+#: too many to push and a dense round must take them; pushes only frontiers without
+#: out-edges; pushes everything
+ALPHAS = (0.0, 20.0, 8.0, 1e9, PUSH_ALL)
 ALGORITHMS = ("bfs", "sssp", "cc")
 
 
@@ -396,6 +398,57 @@ def test_big_pages_and_source_blocks_of_several_vertices(sleepy, device):
                     Config("single", "none", SERIAL_EDGES, 2, 0.0),
                     Config("pipelined", "weak", SERIAL_EDGES, None, 20.0)):
             check_run(algorithm, edges, 0, cfg, sleepy, device, graph)
+
+
+def _core_with_a_tail(weight_of_core: float | None) -> Edges:
+    """A random core of 3000 vertices whose edges leave from a skewed few, with a chain of
+    five vertices hanging off it: after a dense round or two only the tail is unsettled."""
+    rng = np.random.default_rng(5)
+    n, m = 3000, 24000
+    src = np.r_[(rng.pareto(1.2, m) * 20).astype(np.int64) % n, 3, np.arange(n, n + 5)]
+    dst = np.r_[rng.integers(0, n, m), n, np.arange(n + 1, n + 6)]
+    core = rng.integers(0, 5, m) if weight_of_core is None else np.full(m, weight_of_core)
+    weight = np.r_[core, np.ones(6)].astype(float)
+    return Edges(n + 6, tuple(src.tolist()), tuple(dst.tolist()), tuple(weight.tolist()),
+                 symmetric=True)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, device):
+    """When few vertices are left above the strong threshold, the host pulls them instead
+    of a dense round (seraph/bottom_up.py). The weak predictor voids the threshold, so it
+    never does."""
+    # SSSP's threshold settles the core at once only when its weights are zero.
+    edges = _core_with_a_tail(0.0 if algorithm == "sssp" else None)
+    if algorithm == "cc":
+        edges = dataclasses.replace(edges, weight=None)
+    graph = cached_graph(edges, 64)
+    for predictor in ("strong", "none", "weak"):
+        for slots in (None, 40):
+            cfg = Config("pipelined", predictor, 64, slots, 20.0)
+            stats = check_run(algorithm, edges, 0, cfg, sleepy, device, graph).stats
+            assert (stats.bottom_up_rounds > 0) == (predictor != "weak"), cfg
+            assert stats.bottom_up_rounds <= stats.sparse_rounds
+
+
+def test_a_dense_round_takes_what_a_bottom_up_round_changed(device):
+    """Found by a random search: a bottom-up round lowers vertices (19, level 3) whose
+    out-edges are too many to push, so the dense round after it must take them to vertex
+    13 (level 4), which comes before 19 in the bottom-up round's order."""
+    arcs = [(20, 15), (16, 5), (12, 15), (7, 18), (8, 10), (17, 14), (1, 0), (18, 20), (4, 4),
+            (9, 8), (20, 4), (20, 19), (20, 18), (13, 3), (0, 9), (10, 0), (1, 16), (3, 18),
+            (14, 19), (19, 13), (4, 8), (15, 20), (13, 19), (13, 20), (4, 14), (19, 11),
+            (8, 12), (10, 7), (6, 9), (17, 8), (5, 9), (5, 0), (16, 6), (20, 0), (6, 5),
+            (7, 10), (19, 10), (0, 3), (3, 8), (9, 7), (18, 5), (0, 16), (3, 1), (1, 0),
+            (6, 20), (3, 12), (20, 12), (10, 11), (0, 7), (1, 6), (17, 17), (14, 7), (3, 10),
+            (20, 18), (10, 17), (16, 5), (20, 3), (9, 20), (2, 3), (19, 10), (7, 4), (10, 16),
+            (10, 18), (8, 14), (13, 16), (11, 10), (7, 6), (6, 0), (5, 19), (0, 11), (19, 18),
+            (13, 7), (0, 8), (0, 6), (20, 12), (20, 7), (3, 20), (19, 8), (4, 14), (19, 6)]
+    src, dst = zip(*arcs, strict=True)
+    edges = Edges(21, src, dst)
+    stats = check_run("bfs", edges, 0, Config("pipelined", "strong", 1, None, 8.0), Path(),
+                      device).stats
+    assert stats.bottom_up_rounds > 0 and stats.dense_rounds > 0
 
 
 # -- predecessors -------------------------------------------------------------------------

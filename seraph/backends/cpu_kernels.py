@@ -29,7 +29,8 @@ SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")
-def _relax(values, indices, weights, lo, hi, best, weight_mode, inf):
+def relax(values, indices, weights, lo, hi, best, weight_mode, inf):
+    """min(best, value[u] + w) over the in-edges [lo, hi) (never adding to INF)."""
     for i in range(lo, hi):
         val = values[indices[i]]
         if weight_mode == UNIT:
@@ -66,7 +67,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             counters[chunk, SKIPPED_WEAK] += 1
             continue
         counters[chunk, ATTEMPTED] += 1
-        best = _relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
+        best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
                       weight_mode, inf)
         if best < old:
             values[v] = best

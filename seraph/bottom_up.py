@@ -1,0 +1,113 @@
+"""Bottom-up host rounds: pull, on the host, only the vertices that can still change.
+
+After a dense round of BFS or CC on a power-law graph, the strong rule proves nearly every
+vertex final (its value is at or below the threshold), yet the few that are not are spread
+over almost every page. The changed vertices are many, so the push engine does not take
+over, and the next dense round would move almost the whole graph again to attempt a few
+thousand vertices. Their in-edges are few, though, and the host holds the whole CSC, so
+the scheduler pulls them there instead: this is GAP's bottom-up BFS step, taken over the
+vertices not yet proven final rather than the unvisited ones, for every algorithm.
+
+A bottom-up round attempts every vertex that a dense round with the strong predictor
+would attempt (all in-edges of every vertex above the threshold; the others are final),
+so the strong rules' arguments hold across it as across a dense round.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from seraph.backends.cpu_kernels import relax
+
+#: Vertices per chunk when looking for the unsettled ones (one prange iteration each).
+_SCAN_CHUNK = 1 << 16
+#: In-edges per parallel piece of a bottom-up round; smaller rounds run on one thread.
+_GRAIN_EDGES = 4096
+
+
+def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int
+              ) -> np.ndarray | None:
+    """The vertices with in-edges whose value is above ``threshold`` (ascending int64), or
+    None when their in-edges number ``limit`` or more."""
+    chunks = max(1, -(-len(values) // _SCAN_CHUNK))
+    counts, edges = _count_unsettled(values, indptr, values.dtype.type(threshold), limit,
+                                     chunks)
+    if edges.sum() >= limit:
+        return None
+    return _list_unsettled(values, indptr, values.dtype.type(threshold), counts)
+
+
+def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
+               values: np.ndarray, vertices: np.ndarray, weight_mode: int, inf
+               ) -> tuple[np.ndarray, object, int]:
+    """Pulls every in-edge of each of ``vertices`` (distinct ids) into ``values``.
+
+    Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
+    or ``inf``, the in-edges read)."""
+    weights = np.zeros(0, dtype=np.float32) if weights is None else weights
+    ends = np.cumsum(np.diff(indptr)[vertices]) if len(vertices) else np.zeros(0, np.int64)
+    total = int(ends[-1]) if len(ends) else 0
+    pieces = max(1, min(4 * numba.get_num_threads(), total // _GRAIN_EDGES))
+    # Piece p takes the vertices whose in-edges end in its share of the round's edges.
+    bounds = np.searchsorted(ends, total * np.arange(pieces + 1) // pieces, side="right")
+    bounds[0], bounds[-1] = 0, len(vertices)
+    lowered = np.zeros(len(vertices), dtype=np.bool_)
+    minimum = np.full(pieces, inf, dtype=values.dtype)
+    _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
+                 weight_mode, inf)
+    return vertices[lowered], minimum.min(), total
+
+
+@njit(cache=True, parallel=True)
+def _count_unsettled(values, indptr, threshold, limit, chunks):
+    """Per chunk of vertices: how many are unsettled and their in-edges. A chunk stops
+    counting edges at ``limit``: the caller then only needs to know the total is that
+    high."""
+    n = len(values)
+    counts = np.zeros(chunks, dtype=np.int64)
+    edges = np.zeros(chunks, dtype=np.int64)
+    for c in prange(chunks):
+        for v in range(n * c // chunks, n * (c + 1) // chunks):
+            degree = indptr[v + 1] - indptr[v]
+            if degree and values[v] > threshold:
+                counts[c] += 1
+                edges[c] += degree
+                if edges[c] >= limit:
+                    break
+    return counts, edges
+
+
+@njit(cache=True, parallel=True)
+def _list_unsettled(values, indptr, threshold, counts):
+    n, chunks = len(values), len(counts)
+    starts = np.zeros(chunks + 1, dtype=np.int64)
+    starts[1:] = np.cumsum(counts)
+    out = np.empty(starts[-1], dtype=np.int64)
+    for c in prange(chunks):
+        k = starts[c]
+        for v in range(n * c // chunks, n * (c + 1) // chunks):
+            if indptr[v + 1] > indptr[v] and values[v] > threshold:
+                out[k] = v
+                k += 1
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
+                 weight_mode, inf):
+    # Each vertex is written only by the piece that pulls it; reading a value another
+    # piece is lowering is safe (module docstring of seraph.backends.cpu_kernels).
+    for p in prange(len(bounds) - 1):
+        best_written = inf
+        for i in range(bounds[p], bounds[p + 1]):
+            v = vertices[i]
+            old = values[v]
+            best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
+                          weight_mode, inf)
+            if best < old:
+                values[v] = best
+                lowered[i] = True
+                best_written = min(best_written, best)
+        minimum[p] = best_written

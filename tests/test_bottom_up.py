@@ -1,0 +1,114 @@
+"""Bottom-up host rounds (seraph/bottom_up.py) against their definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seraph.bottom_up import pull_round, unsettled
+from seraph.semiring import STORED, UNIT, ZERO, infinity, value_dtype
+
+
+def csc(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, indices, edge order) of the in-edges, duplicates and self-loops kept."""
+    order = np.argsort(dst, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    return indptr, src[order].astype(np.int32), order
+
+
+@st.composite
+def rounds(draw):
+    """A graph, values (some unreached) and a set of distinct vertices to pull."""
+    n = draw(st.integers(1, 40))
+    m = draw(st.integers(0, 150))
+    seed = draw(st.integers(0, 2**32 - 1))
+    mode = draw(st.sampled_from([UNIT, ZERO, STORED]))
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    indptr, indices, order = csc(n, src, dst)
+    weights = rng.integers(0, 4, m).astype(np.float32)[order] if mode == STORED else None
+    inf = infinity(mode)
+    values = rng.integers(0, 3 * n, n).astype(value_dtype(mode))
+    values[rng.random(n) < 0.3] = inf
+    vertices = np.flatnonzero(rng.random(n) < 0.5).astype(np.int64)
+    return mode, indptr, indices, weights, values, vertices
+
+
+def check_pull(mode, indptr, indices, weights, values, vertices) -> None:
+    """What a round promises, whatever order its parallel pieces read each other's writes
+    in: only the pulled vertices change, never upwards; each new value is at most the pull
+    over the old values and is some in-neighbour's final value plus its edge weight."""
+    inf = infinity(mode)
+    old = values.copy()
+    changed, minimum, edges = pull_round(indptr, indices, weights, values, vertices, mode,
+                                         inf)
+
+    def pulled(vals: np.ndarray, v: int):
+        best = inf
+        for e in range(indptr[v], indptr[v + 1]):
+            u = indices[e]
+            if vals[u] == inf:
+                continue
+            w = 1 if mode == UNIT else 0 if mode == ZERO else weights[e]
+            best = min(best, vals.dtype.type(vals[u] + w))
+        return best
+
+    assert edges == int(np.diff(indptr)[vertices].sum())
+    np.testing.assert_array_equal(changed, vertices[values[vertices] < old[vertices]])
+    untouched = np.setdiff1d(np.arange(len(values)), vertices)
+    np.testing.assert_array_equal(values[untouched], old[untouched])
+    for v in vertices:
+        assert values[v] <= old[v]
+        assert values[v] <= pulled(old, v)
+        assert values[v] == old[v] or values[v] >= pulled(values, v)
+    assert minimum == (values[changed].min() if len(changed) else inf)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=rounds())
+def test_a_bottom_up_round_pulls_exactly_the_given_vertices(case):
+    check_pull(*case)
+
+
+def test_a_large_bottom_up_round_splits_its_edges_between_threads():
+    rng = np.random.default_rng(3)
+    n, m = 3000, 60000
+    src = rng.integers(0, n, m)
+    dst = np.where(rng.random(m) < 0.2, 7, rng.integers(0, n, m))  # vertex 7 is a hub
+    indptr, indices, order = csc(n, src, dst)
+    weights = rng.integers(0, 9, m).astype(np.float32)[order]
+    values = rng.integers(0, 50, n).astype(np.float32)
+    values[rng.random(n) < 0.5] = np.inf
+    check_pull(STORED, indptr, indices, weights, values, np.arange(0, n, 2, dtype=np.int64))
+
+
+def check_unsettled(n: int, seed: int, threshold: int, limit: int) -> None:
+    rng = np.random.default_rng(seed)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(rng.integers(0, 4, n), out=indptr[1:])
+    values = rng.integers(0, 10, n).astype(np.int32)
+    values[rng.random(n) < 0.2] = infinity(UNIT)
+    degree = np.diff(indptr)
+    expected = np.flatnonzero((values > threshold) & (degree > 0))
+    got = unsettled(values, indptr, threshold, limit)
+    if degree[expected].sum() >= limit:
+        assert got is None
+    else:
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 2**32 - 1), threshold=st.integers(-1, 12),
+       limit=st.integers(0, 400))
+def test_unsettled_lists_vertices_with_in_edges_above_the_threshold(n, seed, threshold,
+                                                                    limit):
+    check_unsettled(n, seed, threshold, limit)
+
+
+def test_unsettled_counts_and_lists_in_parallel_chunks():
+    # 300,000 vertices are five chunks; the first limit is met, the second not.
+    for limit in (10**5, 10**6):
+        check_unsettled(300_000, 4, 8, limit)
