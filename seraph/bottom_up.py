@@ -23,6 +23,8 @@ from seraph.backends.cpu_kernels import relax
 
 #: Vertices per chunk when looking for the unsettled ones (one prange iteration each).
 _SCAN_CHUNK = 1 << 16
+#: Vertices a chunk scans between looks at the other chunks' counts.
+_LOOK_EVERY = 4096
 #: In-edges per parallel piece of a bottom-up round; smaller rounds run on one thread.
 _GRAIN_EDGES = 4096
 
@@ -47,7 +49,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
     or ``inf``, the in-edges read)."""
     weights = np.zeros(0, dtype=np.float32) if weights is None else weights
-    ends = np.cumsum(np.diff(indptr)[vertices]) if len(vertices) else np.zeros(0, np.int64)
+    ends = np.cumsum(indptr[vertices + 1] - indptr[vertices])
     total = int(ends[-1]) if len(ends) else 0
     pieces = max(1, min(4 * numba.get_num_threads(), total // _GRAIN_EDGES))
     # Piece p takes the vertices whose in-edges end in its share of the round's edges.
@@ -62,20 +64,21 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
 
 @njit(cache=True, parallel=True)
 def _count_unsettled(values, indptr, threshold, limit, chunks):
-    """Per chunk of vertices: how many are unsettled and their in-edges. A chunk stops
-    counting edges at ``limit``: the caller then only needs to know the total is that
-    high."""
+    """Per chunk of vertices: how many are unsettled and their in-edges. Every
+    ``_LOOK_EVERY`` vertices a chunk adds up all chunks' edges so far and stops once they
+    reach ``limit``: the caller then only needs to know that the total is that high. (The
+    other chunks' counts are read while they grow, so the sum is a lower bound.)"""
     n = len(values)
     counts = np.zeros(chunks, dtype=np.int64)
     edges = np.zeros(chunks, dtype=np.int64)
     for c in prange(chunks):
         for v in range(n * c // chunks, n * (c + 1) // chunks):
-            degree = indptr[v + 1] - indptr[v]
-            if degree and values[v] > threshold:
+            # The value first: most vertices are settled, and their indptr stays unread.
+            if values[v] > threshold and indptr[v + 1] > indptr[v]:
                 counts[c] += 1
-                edges[c] += degree
-                if edges[c] >= limit:
-                    break
+                edges[c] += indptr[v + 1] - indptr[v]
+            if v % _LOOK_EVERY == 0 and edges.sum() >= limit:
+                break
     return counts, edges
 
 
@@ -88,7 +91,7 @@ def _list_unsettled(values, indptr, threshold, counts):
     for c in prange(chunks):
         k = starts[c]
         for v in range(n * c // chunks, n * (c + 1) // chunks):
-            if indptr[v + 1] > indptr[v] and values[v] > threshold:
+            if values[v] > threshold and indptr[v + 1] > indptr[v]:
                 out[k] = v
                 k += 1
     return out
