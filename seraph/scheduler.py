@@ -36,7 +36,7 @@ from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, 
 from seraph.bottom_up import pull_round, unsettled
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
-from seraph.push import edges_below
+from seraph.push import Scratch, edges_below, push_until
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -136,6 +136,7 @@ class Run:
         self._csr = graph.csr() if use_push else None
         self._outdeg = graph_cached(graph, "out_degrees", graph.out_degrees) if use_push \
             else None
+        self._push_scratch = Scratch(graph.num_vertices)
 
     # -- activity -------------------------------------------------------------------------
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:
@@ -227,13 +228,11 @@ class Run:
 
     # -- sparse rounds --------------------------------------------------------------------
     def _push(self, frontier: np.ndarray) -> np.ndarray:
-        from seraph.push import push_until
-
         start = time.perf_counter()
         indptr, indices, weights = self._csr
         values = self.be.host_values()
         res = push_until(indptr, indices, weights, values, frontier, self.alg.weight_mode,
-                         int(self.push_limit), self._outdeg)
+                         int(self.push_limit), self._outdeg, scratch=self._push_scratch)
         self.epoch += 1
         if len(res.changed):
             self.be.apply_host_changes(res.changed, self.epoch)

@@ -12,7 +12,7 @@ from numba import njit, prange
 from scipy.sparse import csgraph
 
 from seraph.atomics import atomic_load, atomic_min, atomic_xchg
-from seraph.push import push_round, push_until
+from seraph.push import Scratch, push_round, push_until
 from seraph.semiring import INT_INF, STORED, UNIT, ZERO, infinity, value_dtype
 
 # --- atomics under contention ---------------------------------------------------------------
@@ -303,6 +303,30 @@ def test_values_at_or_below_the_waiting_minimum_are_final_after_a_hand_back(mode
             run((indptr, indices, weights), final, frontier, mode)
             np.testing.assert_array_equal(final[settled], before)
     assert handbacks >= 2
+
+
+@pytest.mark.parametrize("mode, delta", [(UNIT, None), (ZERO, None), (STORED, None),
+                                         (STORED, np.inf), (STORED, 0.01)])
+def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
+    """The scheduler passes one Scratch to all its calls: each call must leave it clean,
+    or the next one would miss changed vertices."""
+    n, src, dst, w = random_graph()
+    indptr, indices, weights = csr(n, src, dst, w)
+    scratch = Scratch(n)
+    values = initial_values(n, 0, mode)
+    frontier, calls = np.array([0]), 0
+    while frontier.size:
+        before = values.copy()
+        result = push_until(indptr, indices, weights, values, frontier, mode, 2000,
+                            np.diff(indptr), delta=delta, scratch=scratch)
+        assert not scratch.in_next().any()
+        assert (scratch.pend() == np.iinfo(np.int32).max).all()
+        np.testing.assert_array_equal(result.changed, np.flatnonzero(values != before))
+        frontier, calls = result.frontier, calls + 1
+    assert calls >= 2
+    fresh = initial_values(n, 0, mode)
+    run((indptr, indices, weights), fresh, [0], mode)  # in one call, without a scratch
+    np.testing.assert_array_equal(values, fresh)
 
 
 def test_unreached_frontier_vertices_push_nothing():
