@@ -125,7 +125,8 @@ class Run:
         self.processed = np.zeros(graph.num_pages, dtype=np.int64)
         self.epoch = 0
         self.threshold = -1  # no vertex is proven converged before the first round
-        self.slot_page = [-1] * self.layout.num_slots
+        self.slot_page = np.full(self.layout.num_slots, -1, dtype=np.int64)
+        self.busy = np.zeros(self.layout.num_slots, dtype=np.bool_)  # in a window or copying
         self.forward = True
         self.rechecking = False  # the current round is the weak predictor's final re-check
         self.t0 = time.perf_counter()
@@ -144,9 +145,6 @@ class Run:
         pages = np.arange(self.g.num_pages) if pages is None else np.asarray(pages, np.int64)
         return pages_active(pages, self.page_blocks, self.be.block_epochs(),
                             self.processed)
-
-    def is_active(self, page: int) -> bool:
-        return bool(self.active_pages(np.array([page]))[0])
 
     # -- the main loop --------------------------------------------------------------------
     def execute(self, frontier: np.ndarray | None) -> None:
@@ -289,6 +287,8 @@ class Run:
         self.stats.dense_rounds += 1
         order = np.arange(self.g.num_pages)
         if self.cfg.schedule != "single":
+            # A page active now stays active until it is swept (block epochs only grow),
+            # so the schedules copy the round's pages without looking at them again.
             active = self.active_pages()
             self.stats.pages_skipped += int((~active).sum())
             order = order[active]
@@ -344,19 +344,23 @@ class Run:
                            updates=res.succeeded, sweeps=res.sweeps)
         return pages if res.sweeps > 1 else pages[:done]
 
-    def _place(self, page: int, busy: set[int]) -> int:
-        """Puts ``page`` into a slot outside ``busy``, copying only if it is not there yet."""
-        free = [s for s in range(self.layout.num_slots) if s not in busy]
-        for s in free:
-            if self.slot_page[s] == page:
-                return s
-        slot = free[0]
-        self.slot_page[slot] = page
-        self.be.load(slot, page)
-        start, end = self.g.page_range(page)
-        self.stats.pages_transferred += 1
-        self.stats.bytes_h2d += (end - start) * self.layout.slot_bytes // self.g.page_edges
+    def _place(self, page: int) -> int:
+        """Puts ``page`` into a slot that is not busy, copying only if it is not there yet;
+        the slot is busy until :meth:`_release`."""
+        free = np.flatnonzero(~self.busy)
+        held = free[self.slot_page[free] == page]
+        slot = int(held[0] if len(held) else free[0])
+        self.busy[slot] = True
+        if not len(held):
+            self.slot_page[slot] = page
+            self.be.load(slot, page)
+            start, end = self.g.page_range(page)
+            self.stats.pages_transferred += 1
+            self.stats.bytes_h2d += (end - start) * self.layout.slot_bytes // self.g.page_edges
         return slot
+
+    def _release(self, slots) -> None:
+        self.busy[slots] = False
 
     def _landed(self, slot: int, page: int) -> None:
         times = self.be.wait(slot)
@@ -365,22 +369,21 @@ class Run:
             self.trace.add("copy", times[0] - self.t0, times[1] - self.t0, page=int(page),
                            slot=slot)
 
-    def _next_active(self, pending: deque) -> int | None:
-        while pending:
-            page = pending.popleft()
-            if self.is_active(page):
-                return page
-            self.stats.pages_skipped += 1
-        return None
+    def _load_all(self, pages: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Places ``pages``, queueing all their copies before waiting on any, so that they
+        run back to back on the copy engine; returns (slots, pages) once they landed."""
+        slots = [self._place(page) for page in pages]
+        for slot, page in zip(slots, pages, strict=True):
+            self._landed(slot, page)
+        return np.array(slots, dtype=np.int64), np.array(pages, dtype=np.int64)
 
-    def _sweep_window(self, window: list[tuple[int, int]], max_sweeps: int,
+    def _sweep_window(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int,
                       incoming: int | None = None, swept: np.ndarray | None = None) -> None:
-        """Sweeps the window's active pages. With ``swept`` (a flag per page: swept so far
-        this round, updated here), the pages not swept yet go first and are swept before
-        the sweep may stop for a landed copy: the strong rules and the hand-over to the
-        push engine count on every page active at a round's start being swept in the
-        round."""
-        slots, pages = np.array(window, dtype=np.int64).reshape(-1, 2).T
+        """Sweeps the window's active pages, in the given order. With ``swept`` (a flag per
+        page: swept so far this round, updated here), the pages not swept yet go first and
+        are swept before the sweep may stop for a landed copy: the strong rules and the
+        hand-over to the push engine count on every page active at a round's start being
+        swept in the round."""
         live = self.active_pages(pages)
         slots, pages = slots[live], pages[live]
         mandatory = None
@@ -398,52 +401,46 @@ class Run:
         depth = PREFETCH if self.layout.num_slots > PREFETCH + 1 else 1
         width = self.layout.num_slots - depth
         pending = deque(int(p) for p in order)
-        window: list[tuple[int, int]] = []
         incoming: deque[tuple[int, int]] = deque()
         swept = np.zeros(self.g.num_pages, dtype=np.bool_)
-
-        def busy() -> set[int]:
-            return {s for s, _ in window} | {s for s, _ in incoming}
-
-        # The first window's copies are all queued before the first wait, so they run back
-        # to back on the copy engine (nothing is swept until the window is full).
-        while len(window) < width and (page := self._next_active(pending)) is not None:
-            window.append((self._place(page, busy()), page))
-        for slot, page in window:
-            self._landed(slot, page)
-        while window:
-            while len(incoming) < depth and (page := self._next_active(pending)) is not None:
-                incoming.append((self._place(page, busy()), page))
+        # The window, oldest page first; nothing is swept until it is full.
+        slots, pages = self._load_all([pending.popleft()
+                                       for _ in range(min(width, len(pending)))])
+        while len(pages):
+            while len(incoming) < depth and pending:
+                page = pending.popleft()
+                incoming.append((self._place(page), page))
             nxt = incoming[0] if incoming else None
             # Sweep the window, newest page first, and go on re-sweeping it while it still
             # changes and the next page is in flight.
-            self._sweep_window(window[::-1], self.cfg.max_reentries,
+            self._sweep_window(slots[::-1], pages[::-1], self.cfg.max_reentries,
                                None if nxt is None else nxt[0], swept)
             if nxt is None:
+                self._release(slots)
                 return
             self._landed(*incoming.popleft())
-            window = window[1:] + [nxt]
+            self._release(slots[0])
+            slots, pages = np.append(slots[1:], nxt[0]), np.append(pages[1:], nxt[1])
 
     def _reentry(self, order: np.ndarray) -> None:
         width = self.layout.num_slots - 1
         pending = deque(int(p) for p in order)
         while pending:
-            group: list[tuple[int, int]] = []
-            while len(group) < width and (page := self._next_active(pending)) is not None:
-                group.append((self._place(page, {s for s, _ in group}), page))
-            for slot, page in group:
-                self._landed(slot, page)
-            self._sweep_window(group, self.cfg.reentry_sweeps)
+            slots, pages = self._load_all([pending.popleft()
+                                           for _ in range(min(width, len(pending)))])
+            self._sweep_window(slots, pages, self.cfg.reentry_sweeps)
+            self._release(slots)
 
     def _single(self, order: np.ndarray) -> None:
         pages = [int(p) for p in order]
         if not pages:
             return
-        current = (self._place(pages[0], set()), pages[0])
+        current = (self._place(pages[0]), pages[0])
         self._landed(*current)
         for nxt in [*pages[1:], None]:
-            incoming = None if nxt is None else (self._place(nxt, {current[0]}), nxt)
+            incoming = None if nxt is None else (self._place(nxt), nxt)
             self._sweep(np.array([current[0]]), np.array([current[1]]))
+            self._release(current[0])
             if incoming is None:
                 return
             self._landed(*incoming)
