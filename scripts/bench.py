@@ -286,7 +286,7 @@ def graphs_table(graphs: list[dict]) -> str:
 
 
 def comparison_table(rows: list[dict]) -> str:
-    headers = ["graph", "alg", "seraph s", "(pull / push s)", "rounds", "checked", "scipy s",
+    headers = ["graph", "alg", "seraph s", "(pull / host s)", "rounds", "checked", "scipy s",
                "scipy call", "seraph / scipy", "target", "networkit s", "seraph / networkit"]
     body = []
     for r in rows:
@@ -353,8 +353,8 @@ def report(results: dict, info: dict, command: str) -> str:
         + (f"networkit {info['versions'].get('networkit')} ran on "
            f"{results['networkit_threads']} threads." if nk else
            "networkit is not installed (`pip install networkit`), so its columns are empty.")
-        + " *pull / push* splits Seraph's time between the dense pull kernel and the "
-        "host push engine; the rest is the scheduler.",
+        + " *pull / host* splits Seraph's time between the dense pull kernel and the "
+        "host's rounds (push engine and bottom-up pulls); the rest is the scheduler.",
         "",
         benchlib.compile_line(results["compile"], "a tiny graph built, then every algorithm "
                               "under every schedule, predictor and memory mode of the "
