@@ -3,9 +3,10 @@
 A *round* visits every active page once in slot order (DESIGN section 4). How a round is
 cut into windows is the *schedule*:
 
-- ``pipelined`` (default): a window of S-1 resident pages is swept again and again while
-  the next page copies into the free slot; when the copy lands the oldest page leaves and
-  the new one joins (the Seraph paper's pipelined subgraph iteration).
+- ``pipelined`` (default): a window of resident pages is swept again and again while the
+  next pages copy into the other slots; when a copy lands, every page that has landed
+  joins and as many of the oldest leave (the Seraph paper's pipelined subgraph
+  iteration).
 - ``reentry``: CLIP-style groups of S-1 pages, each loaded, swept a fixed number of times,
   then replaced; no overlap between groups.
 - ``single``: every page once per round, no reentry, no predictor, no push engine and no
@@ -40,8 +41,9 @@ from seraph.push import Scratch, edges_below, push_until
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
-#: Page copies the pipelined schedule keeps in flight when it has the slots.
-PREFETCH = 2
+#: Page copies the pipelined schedule keeps in flight when it has the slots (at most half
+#: of them, less one).
+PREFETCH = 4
 PREDICTOR_CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
 #: in-edge once with no atomic write, about half the cost of a pushed edge (2.1-3.4 ns
@@ -396,9 +398,9 @@ class Run:
             swept[done] = True
 
     def _pipelined(self, order: np.ndarray) -> None:
-        # With the slots for it, two copies are kept in flight: while the host does a
-        # step's bookkeeping, the copy engine already works on the page after next.
-        depth = PREFETCH if self.layout.num_slots > PREFETCH + 1 else 1
+        # With the slots for it, several copies are kept in flight, so that the copy engine
+        # still has work queued while the host does a step's bookkeeping and launch.
+        depth = max(1, min(PREFETCH, (self.layout.num_slots - 1) // 2))
         width = self.layout.num_slots - depth
         pending = deque(int(p) for p in order)
         incoming: deque[tuple[int, int]] = deque()
@@ -418,9 +420,17 @@ class Run:
             if nxt is None:
                 self._release(slots)
                 return
-            self._landed(*incoming.popleft())
-            self._release(slots[0])
-            slots, pages = np.append(slots[1:], nxt[0]), np.append(pages[1:], nxt[1])
+            # Every page that has landed joins now: one step (one launch) per landed batch
+            # rather than per page, so a slow host step does not leave the copy engine idle.
+            arrived = [incoming.popleft()]
+            self._landed(*arrived[0])
+            while incoming and self.be.landed(incoming[0][0]):
+                arrived.append(incoming.popleft())
+                self._landed(*arrived[-1])
+            j = len(arrived)
+            self._release(slots[:j])
+            slots = np.append(slots[j:], [s for s, _ in arrived])
+            pages = np.append(pages[j:], [p for _, p in arrived])
 
     def _reentry(self, order: np.ndarray) -> None:
         width = self.layout.num_slots - 1
