@@ -368,6 +368,8 @@ SHAPE_CONFIGS = [
     Config("single", "none", 2, 2, 0.0),
     Config("pipelined", "sleepy", 1, 3, PUSH_ALL),
     Config("reentry", "none", 16, None, 1e9),
+    # 12 slots: four copies in flight, and the window takes every landed page at once
+    Config("pipelined", "strong", 1, 12, 20.0),
 ]
 
 
