@@ -177,9 +177,9 @@ class Run:
                 if not self._recheck():
                     return
                 continue
-            few = self._unsettled()
-            if few is not None:
-                frontier = self._bottom_up(few)
+            lowered = self._bottom_up()
+            if lowered is not None:
+                frontier = lowered
                 sparse = len(frontier) > 0 and self._is_sparse(frontier)
                 continue
             changed_min, succeeded = self._dense_round()
@@ -251,20 +251,21 @@ class Run:
                        rounds=res.rounds, edges=res.edges_pushed)
         return res.frontier
 
-    def _unsettled(self) -> np.ndarray | None:
-        """The vertices not yet proven final, when their in-edges are few enough to pull
-        on the host (see :mod:`seraph.bottom_up`); None otherwise. The weak predictor's
-        skips void the strong proofs, so under it no vertex counts as settled."""
+    def _bottom_up(self) -> np.ndarray | None:
+        """A round that pulls, on the host, the vertices not yet proven final, when their
+        in-edges are few enough (see :mod:`seraph.bottom_up`); returns the vertices it
+        lowered, or None when it did not run. The weak predictor's skips void the strong
+        proofs, so under it no vertex counts as settled."""
         if not self.push_limit or self.predictor == WEAK or self.threshold < 0:
             return None
-        return unsettled(self.be.host_values(), self.g.csc()[0], self.threshold,
-                         int(PULL_PER_PUSH * self.push_limit))
-
-    def _bottom_up(self, vertices: np.ndarray) -> np.ndarray:
-        """One round that pulls ``vertices`` on the host; returns those it lowered."""
         start = time.perf_counter()
         values = self.be.host_values()
-        changed, minimum, edges = pull_round(*self.g.csc(), values, vertices,
+        indptr, indices, weights = self.g.csc()
+        vertices = unsettled(values, indptr, self.threshold,
+                             int(PULL_PER_PUSH * self.push_limit))
+        if vertices is None:
+            return None
+        changed, minimum, edges = pull_round(indptr, indices, weights, values, vertices,
                                              self.alg.weight_mode, self.alg.inf)
         self.epoch += 1
         if len(changed):
