@@ -14,8 +14,8 @@ import numpy as np
 from seraph.semiring import STORED, UNIT, ZERO, infinity, value_dtype
 
 #: Strong rules (DESIGN section 1); each proves ``value[v] <= threshold`` is final.
-#: ROUNDS: BFS, the threshold is the number of completed rounds k: after k rounds every
-#: vertex within k hops holds its exact level, and a level <= k can only be exact.
+#: ROUNDS: BFS, the threshold is k + 1 after k completed rounds: after k rounds every
+#: vertex within k hops holds its exact level, so a value <= k + 1 can only be exact.
 #: MIN_CHANGED: CC and SSSP, the threshold is the smallest value any update wrote in the
 #: last round. For CC that is the smallest label whose component size changed, so the
 #: labels below it form closed, settled components; for SSSP every vertex no farther than

@@ -453,6 +453,30 @@ def test_a_dense_round_takes_what_a_bottom_up_round_changed(device):
     assert stats.bottom_up_rounds > 0 and stats.dense_rounds > 0
 
 
+def test_pipelined_steps_that_take_several_landed_pages(monkeypatch, sleepy):
+    """A copy engine faster than the host: every copy in flight has landed when a step
+    ends, so each step takes a batch of up to four pages into the window (on the CPU
+    backend copies rarely land together on their own)."""
+    from seraph.backends.cpu import CpuBackend
+
+    def landed(self, slot: int) -> bool:
+        copy = self._copies.get(slot)
+        if copy is not None:
+            copy.result()
+        return True
+
+    monkeypatch.setattr(CpuBackend, "landed", landed)
+    for shape in ("long_chain", "grid", "in_star"):
+        edges, source = SHAPES[shape]
+        for algorithm in ALGORITHMS:
+            if algorithm == "cc":
+                edges = dataclasses.replace(edges, weight=None, symmetric=True)
+            for predictor in ("strong", "sleepy"):
+                cfg = Config("pipelined", predictor, 1, 12, 0.0)
+                stats = check_run(algorithm, edges, source, cfg, sleepy, "cpu").stats
+                assert not stats.resident and stats.num_slots == 12
+
+
 # -- predecessors -------------------------------------------------------------------------
 def check_predecessors(algorithm: str, edges: Edges, source: int, result) -> None:
     """Every reached vertex's predecessor is a tight in-edge, and following predecessors
