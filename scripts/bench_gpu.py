@@ -616,6 +616,7 @@ def derive(stats, events: list[dict], desc: dict, one_pass_bytes: int,
         "kernel_time": st.get("kernel_time"), "host_time_stats": st.get("host_time"),
         "rounds": st.get("rounds"), "dense_rounds": st.get("dense_rounds"),
         "sparse_rounds": st.get("sparse_rounds"), "sweeps": st.get("sweeps"),
+        "bottom_up_rounds": st.get("bottom_up_rounds"),
         "pages_moved": st.get("pages_transferred"), "num_slots": st.get("num_slots"),
         "num_pages": st.get("num_pages"), "resident": st.get("resident"),
         "bytes_h2d": st.get("bytes_h2d"),
@@ -763,8 +764,8 @@ def verdict(value: float | None, target: float, higher: bool, alt: float | None 
 def runs_table(rows: list[dict]) -> str:
     headers = ["graph", "alg", "memory", "schedule", "slots / pages", "time s", "setup s",
                "kernels / host / copies s", "pass-eq.", "pass-eq. excl. setup", "GTEPS",
-               "GTEPS excl. setup", "rounds (dense / sparse)", "pages moved", "copy busy",
-               "x faster than single", "answer"]
+               "GTEPS excl. setup", "rounds (dense / host: bottom-up)", "pages moved",
+               "copy busy", "x faster than single", "answer"]
     body = []
     for r in rows:
         if "wall" not in r:
@@ -784,7 +785,8 @@ def runs_table(rows: list[dict]) -> str:
                                                      r["copy_time"])),
             fmt(r["pass_eq"]),
             fmt(r["pass_eq_engine"]), fmt(r["gteps"]), fmt(r["gteps_engine"]),
-            f"{r['rounds']} ({r['dense_rounds']} / {r['sparse_rounds']})",
+            f"{r['rounds']} ({r['dense_rounds']} / {r['sparse_rounds']}"
+            f"{'' if r.get('bottom_up_rounds') is None else ': ' + str(r['bottom_up_rounds'])})",
             f"{r['pages_moved']:,}", pct(r["copy_busy"]), speed or "—",
             {True: "same", False: "**differs**"}.get(r.get("agrees"), "—")])
     return benchlib.markdown_table(headers, body, [False] * 4 + [True] * 12 + [False])
