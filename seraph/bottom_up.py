@@ -15,18 +15,16 @@ so the strong rules' arguments hold across it as across a dense round.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu_kernels import relax
+from seraph.push import GRAIN_EDGES, round_pieces
 
 #: Vertices per chunk when looking for the unsettled ones (one prange iteration each).
 _SCAN_CHUNK = 1 << 16
 #: Vertices a chunk scans between looks at the other chunks' counts.
 _LOOK_EVERY = 4096
-#: In-edges per parallel piece of a bottom-up round; smaller rounds run on one thread.
-_GRAIN_EDGES = 4096
 
 
 def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int
@@ -51,7 +49,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     weights = np.zeros(0, dtype=np.float32) if weights is None else weights
     ends = np.cumsum(indptr[vertices + 1] - indptr[vertices])
     total = int(ends[-1]) if len(ends) else 0
-    pieces = max(1, min(4 * numba.get_num_threads(), total // _GRAIN_EDGES))
+    pieces = max(1, min(round_pieces(), total // GRAIN_EDGES))  # as the push engine's
     # Piece p takes the vertices whose in-edges end in its share of the round's edges.
     bounds = np.searchsorted(ends, total * np.arange(pieces + 1) // pieces, side="right")
     bounds[0], bounds[-1] = 0, len(vertices)

@@ -43,7 +43,7 @@ from seraph.errors import ConfigError
 from seraph.semiring import STORED, UNIT, infinity, value_dtype
 
 #: Edges per piece below which splitting a round further costs more than it balances.
-_GRAIN_EDGES = 4096
+GRAIN_EDGES = 4096
 #: Pieces per thread, so threads that draw cheap pieces (few successful updates) take more.
 _PIECES_PER_THREAD = 4
 #: Sorted ids of a set larger than 1/(_SCAN_RATIO x threads) of the vertices come faster
@@ -115,7 +115,7 @@ def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     """
     edge_weights, stride = _edge_weights(indices, weights, values, weight_mode)
     nxt, pushed = _push_round(indptr, indices, edge_weights, stride, values,
-                                 infinity(weight_mode), frontier, in_next, _max_pieces())
+                                 infinity(weight_mode), frontier, in_next, round_pieces())
     nxt.sort()
     return nxt, int(pushed)
 
@@ -206,7 +206,7 @@ def _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode
     (``in_next``: zero flags, zero again on return)."""
     frontier, rounds, edges, changed = _rounds_loop(
         indptr, indices, edge_weights, stride, values, infinity(weight_mode), frontier,
-        in_next, _max_pieces(), max_frontier_edges, outdeg)
+        in_next, round_pieces(), max_frontier_edges, outdeg)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
                       changed=_sorted_union([changed], len(values)))
 
@@ -247,7 +247,7 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, out
     start = values[frontier]
     nxt, rounds, pushed, lowered = _delta_stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
-        max_frontier_edges, _PARALLEL_EDGES, _max_pieces(), pend)
+        max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend)
     changed = _sorted_union([lowered, frontier[values[frontier] < start]], len(values))
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
                       changed=changed)
@@ -256,7 +256,7 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, out
 def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
     """Sorted unique ids in [0, n) from int64 arrays (np.unique hashes: ten times slower)."""
     ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
-    if _scan_is_faster(len(ids), n, _max_pieces()):
+    if _scan_is_faster(len(ids), n, round_pieces()):
         marks = np.zeros(n, dtype=np.uint8)
         marks[ids] = 1
         return _ids_between(marks, 1, 1)
@@ -269,7 +269,7 @@ def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
 @njit(cache=True)
 def _scan_is_faster(count, n, max_pieces):
     """Whether ``count`` sorted ids of [0, n) come faster from a parallel scan of a flag per
-    vertex than from sorting them (``max_pieces``: see _max_pieces; numba's thread count
+    vertex than from sorting them (``max_pieces``: see round_pieces; numba's thread count
     read in compiled code would keep it out of the cache)."""
     return count * _SCAN_RATIO * (max_pieces // _PIECES_PER_THREAD) > n
 
@@ -314,7 +314,8 @@ def _edge_weights(indices: np.ndarray, weights: np.ndarray | None, values: np.nd
     return weights, 1
 
 
-def _max_pieces() -> int:
+def round_pieces() -> int:
+    """How many pieces a parallel round of host work is split into at most."""
     return numba.get_num_threads() * _PIECES_PER_THREAD
 
 
@@ -363,12 +364,12 @@ def _push_frontier(indptr, indices, weights, stride, values, inf, frontier, in_n
 
     Only the pushing itself runs in parallel: one parallel region per round, because each
     region wakes the thread pool, which is what small rounds (most rounds of a BFS or SSSP
-    tail) would otherwise spend their time on. A round below ``_GRAIN_EDGES`` edges runs
+    tail) would otherwise spend their time on. A round below ``GRAIN_EDGES`` edges runs
     on this thread alone.
     """
     ends = _edge_ends(indptr, frontier)
     total = ends[-1] if len(ends) else 0
-    pieces = max(1, min(max_pieces, (total + _GRAIN_EDGES - 1) // _GRAIN_EDGES))
+    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
     # A piece can claim at most one vertex per edge and at most every vertex once.
     offsets = np.zeros(pieces + 1, dtype=np.int64)
     for p in range(pieces):
@@ -678,7 +679,7 @@ def _push_together(indptr, indices, weights, values, bins, frontier, frontier_de
     lowered."""
     ends = np.cumsum(frontier_degs)
     total = ends[-1]
-    pieces = max(1, min(max_pieces, (total + _GRAIN_EDGES - 1) // _GRAIN_EDGES))
+    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
     # A piece records at most one claim per successful update, so at most one per edge.
     offsets = np.zeros(pieces + 1, dtype=np.int64)
     for p in range(pieces):
