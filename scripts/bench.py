@@ -286,7 +286,7 @@ def graphs_table(graphs: list[dict]) -> str:
 
 
 def comparison_table(rows: list[dict]) -> str:
-    headers = ["graph", "alg", "seraph s", "(pull / host s)", "rounds", "checked", "scipy s",
+    headers = ["graph", "alg", "seraph s", "(pull / sparse s)", "rounds", "checked", "scipy s",
                "scipy call", "seraph / scipy", "target", "networkit s", "seraph / networkit"]
     body = []
     for r in rows:
@@ -295,7 +295,7 @@ def comparison_table(rows: list[dict]) -> str:
         target = TARGETS[r["algorithm"]]
         body.append([
             r["graph"], r["algorithm"].upper(), benchlib.seconds(r["seraph_seconds"]),
-            f"{st['kernel_time']:.3f} / {st['host_time']:.3f}",
+            f"{st['kernel_time']:.3f} / {st['sparse_time']:.3f}",
             f"{st['rounds']} ({st['dense_rounds']} dense)",
             "ok" if r["seraph_ok"] else f"**FAILED**: {r['seraph_check']}",
             benchlib.seconds(r["scipy_seconds"]), f"`{r['scipy_best']}`",
@@ -353,8 +353,8 @@ def report(results: dict, info: dict, command: str) -> str:
         + (f"networkit {info['versions'].get('networkit')} ran on "
            f"{results['networkit_threads']} threads." if nk else
            "networkit is not installed (`pip install networkit`), so its columns are empty.")
-        + " *pull / host* splits Seraph's time between the dense pull kernel and the "
-        "host's rounds (push engine and bottom-up pulls); the rest is the scheduler.",
+        + " *pull / sparse* splits Seraph's time between the dense pull kernel and the "
+        "sparse rounds (push engine and bottom-up pulls); the rest is the scheduler.",
         "",
         benchlib.compile_line(results["compile"], "a tiny graph built, then every algorithm "
                               "under every schedule, predictor and memory mode of the "

@@ -19,7 +19,7 @@ One command, on a GPU host, in this order (each phase prints its elapsed time to
 Every graph has GAP weights (integers 1..255) and is symmetrized, so CC runs on the same
 store. The source is the vertex of highest out-degree. Each run records a trace; the copy
 engine's busy fraction is the union of the copy intervals over the dense-phase time (the
-run's traced span less the union of the host's rounds: push and bottom-up).
+run's traced span less the union of the sparse rounds: push and bottom-up).
 Pass-equivalents are the wall time over one pass of the bytes the algorithm's pages move
 (``Layout.plan``'s slot bytes: indices only, or indices and weights) at the measured pinned
 bandwidth. Each run gets at most
@@ -169,22 +169,22 @@ def union_length(intervals: Iterator[tuple[float, float]]) -> float:
 
 
 def trace_figures(events: list[dict]) -> dict:
-    """Span, host-round time, copy time and the copy engine's busy fraction of a run's trace.
+    """Span, sparse-round time, copy time and the copy engine's busy fraction of a run's trace.
 
     The trace's clock starts when the engine's loop starts (after the backend is built:
     pinning, allocation and, when resident, the upload), so the span is the run without
     its setup."""
-    from seraph.stats import HOST_KINDS
+    from seraph.stats import SPARSE_KINDS
 
     if not events:
-        return {"span": None, "host_union": 0.0, "copy_union": 0.0, "dense_time": None,
+        return {"span": None, "sparse_union": 0.0, "copy_union": 0.0, "dense_time": None,
                 "copy_busy": None, "copies": 0}
     span = max(e["end"] for e in events)
-    host = union_length((e["start"], e["end"]) for e in events if e["kind"] in HOST_KINDS)
+    sparse = union_length((e["start"], e["end"]) for e in events if e["kind"] in SPARSE_KINDS)
     copies = [(e["start"], e["end"]) for e in events if e["kind"] == "copy"]
     copy = union_length(copies)
-    dense = span - host
-    return {"span": span, "host_union": host, "copy_union": copy, "dense_time": dense,
+    dense = span - sparse
+    return {"span": span, "sparse_union": sparse, "copy_union": copy, "dense_time": dense,
             "copy_busy": copy / dense if copies and dense > 0 else None,
             "copies": len(copies)}
 
@@ -613,14 +613,14 @@ def derive(stats, events: list[dict], desc: dict, one_pass_bytes: int,
         "pass_eq_runstats": st.get("pass_equivalents"),
         "h2d_bandwidth_runstats": st.get("h2d_bandwidth"),
         "gteps": st.get("gteps"), "gteps_engine": m / span / 1e9 if span else None,
-        "kernel_time": st.get("kernel_time"), "host_time_stats": st.get("host_time"),
+        "kernel_time": st.get("kernel_time"), "sparse_time_stats": st.get("sparse_time"),
         "rounds": st.get("rounds"), "dense_rounds": st.get("dense_rounds"),
         "sparse_rounds": st.get("sparse_rounds"), "sweeps": st.get("sweeps"),
         "bottom_up_rounds": st.get("bottom_up_rounds"),
         "pages_moved": st.get("pages_transferred"), "num_slots": st.get("num_slots"),
         "num_pages": st.get("num_pages"), "resident": st.get("resident"),
         "bytes_h2d": st.get("bytes_h2d"),
-        "host_time": tf["host_union"], "dense_time": tf["dense_time"],
+        "sparse_time": tf["sparse_union"], "dense_time": tf["dense_time"],
         "copy_time": tf["copy_union"], "copy_busy": tf["copy_busy"], "copies": tf["copies"],
         "trace_events": len(events), "stats": st,
     }
@@ -763,8 +763,8 @@ def verdict(value: float | None, target: float, higher: bool, alt: float | None 
 
 def runs_table(rows: list[dict]) -> str:
     headers = ["graph", "alg", "memory", "schedule", "slots / pages", "time s", "setup s",
-               "kernels / host / copies s", "pass-eq.", "pass-eq. excl. setup", "GTEPS",
-               "GTEPS excl. setup", "rounds (dense / host: bottom-up)", "pages moved",
+               "kernels / sparse / copies s", "pass-eq.", "pass-eq. excl. setup", "GTEPS",
+               "GTEPS excl. setup", "rounds (dense / sparse: bottom-up)", "pages moved",
                "copy busy", "x faster than single", "answer"]
     body = []
     for r in rows:
@@ -781,7 +781,7 @@ def runs_table(rows: list[dict]) -> str:
         body.append([
             r["graph"], r["algorithm"].upper(), r["memory"], r["schedule"], slots,
             benchlib.seconds(r["wall"]), benchlib.seconds(r["setup"]),
-            " / ".join(benchlib.seconds(x) for x in (r["kernel_time"], r["host_time"],
+            " / ".join(benchlib.seconds(x) for x in (r["kernel_time"], r["sparse_time"],
                                                      r["copy_time"])),
             fmt(r["pass_eq"]),
             fmt(r["pass_eq_engine"]), fmt(r["gteps"]), fmt(r["gteps_engine"]),
@@ -896,15 +896,16 @@ def report(results: dict, info: dict, command: str, args) -> str:
         "(allocation and the result's copy back; in the first run on a graph also pinning its "
         "page arrays and, resident, the upload of the pages and the CSC index, which later "
         "runs on the graph find on the device). "
-        "*kernels / host / copies*: time in pull sweeps (`RunStats.kernel_time`), in the "
-        "host's rounds (the CPU push engine and bottom-up pulls) and with a copy in flight "
+        "*kernels / sparse / copies*: time in pull sweeps (`RunStats.kernel_time`), in the "
+        "sparse rounds (the CPU push engine, and bottom-up rounds, which on the GPU read "
+        "the host's CSC in place) and with a copy in flight "
         "(the last two from the trace; copies overlap sweeps). The traced span less kernels "
-        "and host rounds is the scheduler's own work and its "
+        "and sparse rounds is the scheduler's own work and its "
         "waits for copies. "
         "*pass-eq.*: time over one pass of the bytes the algorithm's pages move (the slot "
         "bytes of `Layout.plan`: 4 B per stored edge when the pages leave the weights behind, "
         "8 B with them) at the measured pinned bandwidth. *copy busy*: union of the trace's copy "
-        "intervals over the dense-phase time (traced span less host rounds). *answer*: "
+        "intervals over the dense-phase time (traced span less sparse rounds). *answer*: "
         "equal to the first configuration's answer for that algorithm. Resident-graph rows "
         f"are the fastest of up to {args.resident_repeat} runs (the first run on a graph "
         "uploads it; later ones find it on the device, as a cuGraph graph object or a GAP "

@@ -205,14 +205,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(f"{args.algorithm} on {args.store}: {_summary(args.algorithm, values)} in "
               f"{st.wall_time:.3f} s ({st.device}, {st.schedule}, predictor {st.predictor})")
-        print(f"  rounds {st.rounds} (dense {st.dense_rounds}, on the host "
+        print(f"  rounds {st.rounds} (dense {st.dense_rounds}, sparse "
               f"{st.sparse_rounds}: bottom-up {st.bottom_up_rounds}), "
               f"sweeps {st.sweeps}, pages moved {st.pages_transferred}, "
               f"skipped {st.pages_skipped}")
         print(f"  updates attempted {st.updates_attempted:,}, succeeded "
               f"{st.updates_succeeded:,}, skipped by predictor "
               f"{st.skipped_strong + st.skipped_weak:,}, edges pushed {st.edges_pushed:,}, "
-              f"pulled on the host {st.edges_pulled_on_host:,}")
+              f"pulled bottom-up {st.edges_pulled_bottom_up:,}")
         if verdict:
             print(f"  validation against scipy: {verdict}")
     return 1 if verdict not in (None, "ok") else 0
@@ -280,7 +280,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     path, tl = plot(args.trace, output)
     progress.note(f"wrote {path}: {len(tl.pages)} page lanes, "
                   f"{sum(map(len, tl.copies.values()))} copies, "
-                  f"{len(tl.host_rounds)} host rounds, "
+                  f"{len(tl.sparse_spans)} sparse rounds, "
                   f"{len(tl.predictor_states)} rounds of predictor states")
     return 0
 

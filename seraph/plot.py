@@ -2,7 +2,7 @@
 
 Two steps, so that what is drawn can be tested without matplotlib:
 - ``timeline`` (pure) sorts the trace's events into lanes: copy and compute intervals per
-  page, and a lane of the host's rounds (push engine and bottom-up pulls);
+  page, and a lane of the sparse rounds (the host's push engine and bottom-up pulls);
 - ``figure`` draws those lanes, and the weak predictor's state counts per round, with
   matplotlib (the ``plot`` extra).
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seraph.errors import ConfigError, InputError
-from seraph.stats import HOST_KINDS
+from seraph.stats import SPARSE_KINDS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -29,8 +29,8 @@ Span = tuple[float, float]  # (start, end), seconds from the run's start
 
 COPY_COLOUR = "tab:blue"
 COMPUTE_COLOUR = "tab:orange"
-HOST_COLOUR = "tab:green"
-HOST_LANE = -1  # the host-rounds lane sits below page 0
+SPARSE_COLOUR = "tab:green"
+SPARSE_LANE = -1  # the sparse-rounds lane sits below page 0
 MAX_LABELLED_LANES = 32  # beyond this, page ticks are thinned out
 
 
@@ -40,7 +40,7 @@ class Timeline:
 
     copies: dict[int, list[Span]] = field(default_factory=dict)
     computes: dict[int, list[Span]] = field(default_factory=dict)
-    host_rounds: list[Span] = field(default_factory=list)
+    sparse_spans: list[Span] = field(default_factory=list)
     predictor_states: list[list[int]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -52,7 +52,7 @@ class Timeline:
     @property
     def end(self) -> float:
         """The end of the last interval (0 for an empty trace)."""
-        lanes = [*self.copies.values(), *self.computes.values(), self.host_rounds]
+        lanes = [*self.copies.values(), *self.computes.values(), self.sparse_spans]
         return max((end for lane in lanes for _, end in lane), default=0.0)
 
 
@@ -100,8 +100,8 @@ def _add_event(tl: Timeline, event: dict[str, Any]) -> None:
     elif kind == "compute":
         for page in event["pages"]:
             tl.computes.setdefault(int(page), []).append(span)
-    elif kind in HOST_KINDS:
-        tl.host_rounds.append(span)
+    elif kind in SPARSE_KINDS:
+        tl.sparse_spans.append(span)
 
 
 # -- drawing ------------------------------------------------------------------------------
@@ -173,19 +173,19 @@ def _draw_lanes(ax: Axes, tl: Timeline) -> None:
     # one another.
     _bars(ax, tl.copies, -0.4, COPY_COLOUR, "copy (host to device)")
     _bars(ax, tl.computes, 0.0, COMPUTE_COLOUR, "compute (sweep)")
-    if tl.host_rounds:
-        _bars(ax, {HOST_LANE: tl.host_rounds}, -0.4, HOST_COLOUR,
-              "host rounds (CPU: push, bottom-up)", height=0.8)
+    if tl.sparse_spans:
+        _bars(ax, {SPARSE_LANE: tl.sparse_spans}, -0.4, SPARSE_COLOUR,
+              "sparse rounds (push on the host, bottom-up)", height=0.8)
     pages = tl.pages
     top = max(pages, default=0)
-    bottom = HOST_LANE if tl.host_rounds else min(pages, default=0)
+    bottom = SPARSE_LANE if tl.sparse_spans else min(pages, default=0)
     ax.set_ylim(bottom - 0.6, top + 0.6)
     ax.set_xlim(0, max(tl.end, 1e-6) * 1.01)
-    _lane_ticks(ax, pages, bool(tl.host_rounds))
+    _lane_ticks(ax, pages, bool(tl.sparse_spans))
     ax.set_xlabel("seconds from the start of the run")
     ax.set_ylabel("page")
     ax.grid(axis="x", alpha=0.3)
-    if pages or tl.host_rounds:
+    if pages or tl.sparse_spans:
         # Outside the axes: the last intervals sit at the right edge, under any inner corner.
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     else:
@@ -209,7 +209,7 @@ def _bars(ax: Axes, lanes: dict[int, list[Span]], offset: float, colour: str, la
                                      linewidths=0.5, label=label))
 
 
-def _lane_ticks(ax: Axes, pages: list[int], with_host: bool) -> None:
+def _lane_ticks(ax: Axes, pages: list[int], with_sparse: bool) -> None:
     from matplotlib.ticker import MaxNLocator
 
     if len(pages) <= MAX_LABELLED_LANES:
@@ -219,13 +219,13 @@ def _lane_ticks(ax: Axes, pages: list[int], with_host: bool) -> None:
         ticks = [int(t) for t in MaxNLocator(nbins=16, integer=True).tick_values(lo, hi)
                  if lo <= t <= hi]
     labels = [str(t) for t in ticks]
-    if with_host:
-        ticks, labels = [HOST_LANE, *ticks], ["host", *labels]
+    if with_sparse:
+        ticks, labels = [SPARSE_LANE, *ticks], ["sparse", *labels]
     ax.set_yticks(ticks, labels)
 
 
 def _draw_states(ax: Axes, states: list[list[int]]) -> None:
-    """Stacked vertex counts per state, one bar per dense round (host rounds record none).
+    """Stacked vertex counts per state, one bar per dense round (sparse rounds record none).
 
     States that no vertex ever held are left out of the bars and the legend."""
     width = max(len(r) for r in states)

@@ -34,7 +34,6 @@ import numpy as np
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout
 from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
-from seraph.bottom_up import pull_round, unsettled
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
 from seraph.push import Scratch, edges_below, push_until
@@ -107,6 +106,15 @@ def page_summary(graph, layout: Layout) -> np.ndarray:
         layout.num_blocks))
 
 
+def _take_scratch(graph) -> Scratch:
+    """The push engine's per-vertex scratch for a run: one that an earlier run on the graph
+    handed back, or a new one (filling it costs O(n): 50 ms at 67 M vertices)."""
+    try:
+        return graph_cached(graph, "push_scratch", list).pop()
+    except IndexError:
+        return Scratch(graph.num_vertices)
+
+
 def default_push_alpha(backend: Backend) -> float:
     """20 (push when the frontier's out-edges are under 5% of the edges), except on a GPU
     holding the whole graph: there a dense round over the active pages costs about a
@@ -139,7 +147,7 @@ class Run:
         self._csr = graph.csr() if use_push else None
         self._outdeg = graph_cached(graph, "out_degrees", graph.out_degrees) if use_push \
             else None
-        self._push_scratch = Scratch(graph.num_vertices)
+        self._push_scratch = _take_scratch(graph)
 
     # -- activity -------------------------------------------------------------------------
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:
@@ -152,6 +160,11 @@ class Run:
     def execute(self, frontier: np.ndarray | None) -> None:
         """Runs to convergence from ``frontier``, the vertices whose values start changed
         (None: every vertex)."""
+        self._converge(frontier)
+        # Every push left the scratch clean: the next run on this graph takes it.
+        graph_cached(self.g, "push_scratch", list).append(self._push_scratch)
+
+    def _converge(self, frontier: np.ndarray | None) -> None:
         if frontier is None:
             # One vertex per source block marks them all; all m edges are the frontier's.
             first = np.arange(self.layout.num_blocks, dtype=np.int64) << self.layout.block_shift
@@ -177,19 +190,18 @@ class Run:
                 if not self._recheck():
                     return
                 continue
-            lowered = self._bottom_up()
-            if lowered is not None:
+            if self._bottom_up():
+                lowered = self.be.take_changed(self.push_limit)
+                sparse = lowered is not None and len(lowered) > 0
                 frontier = lowered
-                sparse = len(frontier) > 0 and self._is_sparse(frontier)
                 continue
             changed_min, succeeded = self._dense_round()
             self.rechecking = False
             self._end_round(succeeded, changed_min)
             if not self.push_limit:
                 continue  # the changed flags matter only to a hand-over to the push engine
-            # More changed vertices than the edge limit is dense whatever their degrees.
-            changed = self.be.take_changed(int(self.push_limit))
-            if changed is not None and len(changed) and self._is_sparse(changed):
+            changed = self.be.take_changed(self.push_limit)
+            if changed is not None and len(changed):
                 frontier, sparse = changed, True
                 self.stats.switches_to_sparse += 1
 
@@ -240,7 +252,7 @@ class Run:
         self.stats.rounds += res.rounds
         self.stats.edges_pushed += res.edges_pushed
         self.stats.updates_succeeded += len(res.changed)
-        self.stats.host_time += time.perf_counter() - start
+        self.stats.sparse_time += time.perf_counter() - start
         if self.alg.strong_rule == ROUNDS:
             self.threshold = self._rounds_bound()
         elif len(res.frontier):
@@ -251,38 +263,32 @@ class Run:
                        rounds=res.rounds, edges=res.edges_pushed)
         return res.frontier
 
-    def _bottom_up(self) -> np.ndarray | None:
-        """A round that pulls, on the host, the vertices not yet proven final, when their
-        in-edges are few enough (see :mod:`seraph.bottom_up`); returns the vertices it
-        lowered, or None when it did not run. The weak predictor's skips void the strong
-        proofs, so under it no vertex counts as settled."""
+    def _bottom_up(self) -> bool:
+        """A round that pulls the vertices not yet proven final, when their in-edges are
+        few enough (see :mod:`seraph.bottom_up`); returns whether it ran. The weak
+        predictor's skips void the strong proofs, so under it no vertex counts as settled."""
         if not self.push_limit or self.predictor == WEAK or self.threshold < 0:
-            return None
+            return False
         start = time.perf_counter()
-        values = self.be.host_values()
-        indptr, indices, weights = self.g.csc()
-        vertices = unsettled(values, indptr, self.threshold,
-                             int(PULL_PER_PUSH * self.push_limit))
-        if vertices is None:
-            return None
-        changed, minimum, edges = pull_round(indptr, indices, weights, values, vertices,
-                                             self.alg.weight_mode, self.alg.inf)
+        res = self.be.bottom_up(self.threshold, PULL_PER_PUSH * self.push_limit,
+                                self.epoch + 1)
+        if res is None:
+            return False
         self.epoch += 1
-        if len(changed):
-            self.be.apply_host_changes(changed, self.epoch)
         # Every vertex that could change pulled after every change so far: only this
         # round's own changes can make a page active.
         self.processed[:] = self.epoch
-        self.stats.bottom_up_rounds += 1
-        self.stats.sparse_rounds += 1
-        self.stats.edges_pulled_on_host += edges
-        self.stats.updates_attempted += len(vertices)
-        self.stats.updates_succeeded += len(changed)
-        self._end_round(len(changed), minimum)
-        self.stats.host_time += time.perf_counter() - start
+        s = self.stats
+        s.bottom_up_rounds += 1
+        s.sparse_rounds += 1
+        s.edges_pulled_bottom_up += res.edges
+        s.updates_attempted += res.attempted
+        s.updates_succeeded += res.succeeded
+        self._end_round(res.succeeded, res.minimum)
+        s.sparse_time += time.perf_counter() - start
         self.trace.add("bottom-up", start - self.t0, time.perf_counter() - self.t0,
-                       vertices=len(vertices), edges=edges)
-        return changed
+                       vertices=res.attempted, edges=res.edges)
+        return True
 
     # -- dense rounds ---------------------------------------------------------------------
     def _dense_round(self):

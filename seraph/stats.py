@@ -23,7 +23,7 @@ class RunStats:
     # rounds, sweeps and reentries
     rounds: int = 0
     dense_rounds: int = 0
-    sparse_rounds: int = 0  # host rounds: push rounds and bottom-up rounds
+    sparse_rounds: int = 0  # push rounds and bottom-up rounds
     bottom_up_rounds: int = 0
     sweeps: int = 0
     reentries: int = 0
@@ -35,7 +35,7 @@ class RunStats:
     bytes_d2h: int = 0
     transfer_time: float = 0.0
     kernel_time: float = 0.0
-    host_time: float = 0.0  # in host rounds: the push engine and bottom-up pulls
+    sparse_time: float = 0.0  # in sparse rounds: the host's push engine, bottom-up pulls
     setup_time: float = 0.0  # from the call to the first round: device state, values, plan
     readback_time: float = 0.0  # the values back to the host after the last round
     h2d_bandwidth: float | None = None
@@ -50,7 +50,7 @@ class RunStats:
     switches_to_sparse: int = 0
     switches_to_dense: int = 0
     edges_pushed: int = 0
-    edges_pulled_on_host: int = 0  # by bottom-up rounds
+    edges_pulled_bottom_up: int = 0  # in-edges read by bottom-up rounds
     # totals
     wall_time: float = 0.0
     gteps: float = 0.0
@@ -79,8 +79,8 @@ def _peak_rss() -> int:
         return 0
 
 
-#: Trace event kinds of the host's rounds (the rest are copies and device sweeps).
-HOST_KINDS = ("push", "bottom-up")
+#: Trace event kinds of the sparse rounds (the rest are copies and dense sweeps).
+SPARSE_KINDS = ("push", "bottom-up")
 
 
 @dataclass

@@ -65,9 +65,10 @@ def test_a_graph_that_is_not_a_graph_is_refused(device):
 @pytest.mark.parametrize("predictor, weak", [("strong", 0), ("weak", 1)])
 def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak, device):
     n = directed.num_vertices
-    # values 4, CSC indptr 8, changed flag 1, weak state 1, 8, then one epoch per block
-    # (a block per vertex below 4096 vertices); plus two 4-byte-per-edge page slots
-    minimum = n * (4 + 8 + 1 + weak) + 8 + n * 8 + 2 * PAGE_EDGES * 4
+    # values 4, changed flag 1, weak state 1, the CSC and (directed) CSR indptr, 8 (n + 1)
+    # each, then one epoch per block (a block per vertex below 4096 vertices); plus two
+    # 4-byte-per-edge page slots
+    minimum = n * (4 + 1 + weak) + 2 * 8 * (n + 1) + n * 8 + 2 * PAGE_EDGES * 4
     with pytest.raises(DeviceError, match=rf"minimum is .*\({minimum} bytes\)"):
         seraph.bfs(directed, 0, device=device, predictor=predictor, device_memory=minimum - 1)
     stats = seraph.bfs(directed, 0, device=device, predictor=predictor,

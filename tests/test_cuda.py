@@ -67,7 +67,8 @@ def test_persistent_kernel_resweeps_windows_on_the_device():
     src = np.arange(n - 1)
     graph = seraph.Graph.from_edges(src, src + 1, np.ones(n - 1, np.float32), num_vertices=n,
                                     symmetrize=True, page_edges=256)
-    assert _co_resident_blocks(_kernels(True).get_function("pull_persistent_f32")) > 0
+    persistent = _kernels(cooperative=True).get_function("pull_persistent_f32")
+    assert _co_resident_blocks(persistent) > 0
     layout = Layout.plan(graph, False, None)
     opts = dict(push_alpha=0, predictor="none",
                 device_memory=layout.state_bytes + 5 * layout.slot_bytes)

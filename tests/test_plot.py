@@ -11,7 +11,7 @@ import pytest
 
 from seraph.cli import main
 from seraph.plot import figure, load_trace, timeline
-from seraph.stats import HOST_KINDS
+from seraph.stats import SPARSE_KINDS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -54,7 +54,7 @@ def test_every_event_is_on_its_lanes(traces, name):
     # ...and nothing else is: the lanes hold exactly the events' intervals.
     assert sum(map(len, tl.copies.values())) == len(copies)
     assert sum(map(len, tl.computes.values())) == sum(len(e["pages"]) for e in computes)
-    assert len(tl.host_rounds) == sum(e["kind"] in HOST_KINDS for e in trace["events"])
+    assert len(tl.sparse_spans) == sum(e["kind"] in SPARSE_KINDS for e in trace["events"])
     assert set(tl.pages) <= set(range(trace["stats"]["num_pages"]))
     assert tl.end == max(e["end"] for e in trace["events"])
     assert tl.predictor_states == trace["stats"]["predictor_states"]
@@ -92,7 +92,7 @@ def test_panels_and_title(traces):
     assert "weak predictor did not run" in fig.get_suptitle()
 
 
-def test_host_lane_and_unknown_kinds():
+def test_sparse_lane_and_unknown_kinds():
     trace = {"stats": {"algorithm": "bfs"}, "events": [
         {"kind": "push", "start": 0.0, "end": 0.5, "rounds": 2, "edges": 10},
         {"kind": "bottom-up", "start": 0.75, "end": 0.8, "vertices": 3, "edges": 9},
@@ -100,11 +100,11 @@ def test_host_lane_and_unknown_kinds():
         {"kind": "from-a-newer-version", "start": 0.0, "end": 1.0},
     ]}
     tl = timeline(trace)
-    assert tl.host_rounds == [(0.0, 0.5), (0.75, 0.8)] and tl.pages == [3, 4]
+    assert tl.sparse_spans == [(0.0, 0.5), (0.75, 0.8)] and tl.pages == [3, 4]
     assert not tl.copies and tl.end == 0.8
     pytest.importorskip("matplotlib")
     labels = [t.get_text() for t in figure(tl).axes[0].get_yticklabels()]
-    assert labels == ["host", "3", "4"]
+    assert labels == ["sparse", "3", "4"]
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -35,6 +35,16 @@ class SweepResult:
 
 
 @dataclass
+class BottomUpResult:
+    """What a bottom-up round did (see :meth:`Backend.bottom_up`)."""
+
+    attempted: int  # the vertices above the threshold with in-edges
+    succeeded: int
+    minimum: object  # smallest value written, or the algorithm's infinity
+    edges: int  # in-edges read
+
+
+@dataclass
 class Layout:
     """How a graph maps onto a device memory budget."""
 
@@ -58,8 +68,11 @@ class Layout:
         while (n >> block_shift) >= MAX_BLOCKS:
             block_shift += 1
         num_blocks = max(1, ((n - 1) >> block_shift) + 1)
-        # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs
-        state = n * (4 + 8 + 1 + (1 if weak else 0)) + 8 + num_blocks * 8
+        # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs; a
+        # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
+        # the device; a symmetric graph's are the CSC's)
+        indptrs = 1 if graph.symmetric else 2
+        state = n * (4 + 1 + (1 if weak else 0)) + 8 * indptrs * (n + 1) + num_blocks * 8
         slot = graph.page_edges * (8 if weights else 4)
         if budget is None:
             return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)
@@ -186,11 +199,18 @@ class Backend(ABC):
         """Per source block, the epoch of its last change (host array)."""
 
     @abstractmethod
-    def take_changed(self, limit: int) -> np.ndarray | None:
-        """The vertices changed since the last call, sorted, or None when more than
-        ``limit`` changed; the backend's flags are cleared either way. After a dense round
-        most vertices may have changed, and the scheduler wants the list only when it is
-        short enough for the push engine, so a device counts before it copies anything."""
+    def take_changed(self, edge_limit: float) -> np.ndarray | None:
+        """The vertices changed since the last call, sorted, or None when their out-edges
+        number ``edge_limit`` or more; the backend's flags are cleared either way. After a
+        dense round most vertices may have changed, and the scheduler wants the list only
+        when the push engine can take it, so a device counts before it copies anything."""
+
+    @abstractmethod
+    def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
+        """A bottom-up round (:mod:`seraph.bottom_up`), when the vertices with in-edges whose
+        value is above ``threshold`` have fewer than ``edge_limit`` of them (None: it did
+        not run). Each such vertex pulls all of its in-edges; the vertices lowered are
+        flagged changed and their blocks marked with ``epoch``, as a sweep's are."""
 
     @abstractmethod
     def take_owing_pages(self) -> np.ndarray:

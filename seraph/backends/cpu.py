@@ -13,9 +13,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 
-from seraph.backends.base import Backend, SweepResult, take_owing_pages
+from seraph.backends.base import Backend, BottomUpResult, SweepResult, take_owing_pages
 from seraph.backends.cpu_kernels import blocks_of, sweep_pages
+from seraph.bottom_up import pull_round, unsettled
 from seraph.predictors import OWES, STATE_MASK
+from seraph.push import edges_below
+from seraph.scheduler import graph_cached
 
 
 class CpuBackend(Backend):
@@ -99,10 +102,26 @@ class CpuBackend(Backend):
     def block_epochs(self) -> np.ndarray:
         return self.block_epoch
 
-    def take_changed(self, limit: int) -> np.ndarray | None:
+    def take_changed(self, edge_limit: float) -> np.ndarray | None:
         # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
-        return np.flatnonzero(flags) if np.count_nonzero(flags) <= limit else None
+        vertices = np.flatnonzero(flags)
+        return vertices if edges_below(vertices, self._out_degrees(), edge_limit) else None
+
+    def _out_degrees(self) -> np.ndarray:
+        return graph_cached(self.graph, "out_degrees", self.graph.out_degrees)
+
+    def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
+        vertices = unsettled(self.values, self.indptr, threshold, edge_limit)
+        if vertices is None:
+            return None
+        _indptr, indices, weights = self.graph.csc()
+        alg = self.algorithm
+        lowered, minimum, edges = pull_round(self.indptr, indices, weights, self.values,
+                                             vertices, alg.weight_mode, alg.inf)
+        self.changed[lowered] = 1
+        self.mark_blocks(lowered, epoch)
+        return BottomUpResult(len(vertices), len(lowered), minimum, edges)
 
     def take_owing_pages(self) -> np.ndarray:
         g = self.graph

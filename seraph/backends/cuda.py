@@ -12,6 +12,11 @@ bytes, the copy stream writes the load's sequence number into device memory, and
 kernel, polling it between grid-wide syncs, stops when the page has landed, so no host
 round-trip sits between sweeps. The scheduler, predictors and push engine are the CPU
 backend's, unchanged.
+
+Bottom-up rounds pull a few vertices' in-edges straight from the host's pinned CSC, which
+is mapped into the device's address space (zero-copy): a round that attempts a few
+thousand vertices reads their edges, not their pages, and the values never leave the
+device.
 """
 
 from __future__ import annotations
@@ -24,24 +29,28 @@ import cupy as cp
 import cupyx
 import numpy as np
 
-from seraph.backends.base import Backend, SweepResult, take_owing_pages
+from seraph.backends.base import Backend, BottomUpResult, SweepResult, take_owing_pages
 from seraph.backends.cpu_kernels import blocks_of
 from seraph.predictors import OWES, STATE_MASK
 from seraph.scheduler import graph_cached
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
-_modules: dict[bool, cp.RawModule] = {}
+_modules: dict[tuple[str, bool], cp.RawModule] = {}
+#: cudaHostRegisterMapped: the pinned pages are also addressable from kernels.
+_REGISTER_MAPPED = 2
+#: The kernels' name suffix for each value type.
+_SUFFIX = {np.dtype(np.uint8): "u8", np.dtype(np.int32): "i32", np.dtype(np.float32): "f32"}
 
 
-def _kernels(cooperative: bool = False) -> cp.RawModule:
-    """pull.cu compiled once per process (and cached on disk by cupy); the cooperative
-    build is the one whose kernels may sync the whole grid."""
-    if cooperative not in _modules:
-        source = resources.files("seraph").joinpath("kernels/pull.cu").read_text()
-        _modules[cooperative] = cp.RawModule(code=source, options=("-std=c++17",),
-                                             enable_cooperative_groups=cooperative)
-    return _modules[cooperative]
+def _kernels(source: str = "pull.cu", cooperative: bool = False) -> cp.RawModule:
+    """A kernel file of seraph/kernels compiled once per process (and cached on disk by
+    cupy); the cooperative build is the one whose kernels may sync the whole grid."""
+    if (source, cooperative) not in _modules:
+        code = resources.files("seraph").joinpath("kernels", source).read_text()
+        _modules[source, cooperative] = cp.RawModule(code=code, options=("-std=c++17",),
+                                                     enable_cooperative_groups=cooperative)
+    return _modules[source, cooperative]
 
 
 def _co_resident_blocks(kernel) -> int:
@@ -70,17 +79,28 @@ def _memcpy(dst: int, src: int, nbytes: int, kind: int, stream: cp.cuda.Stream) 
 
 
 def _pin(graph, array: np.ndarray) -> None:
-    """Registers one of the graph's page arrays as pinned memory, once per graph: pinning
-    8 GiB takes about 0.6 s, too long to repeat in every run. The pages stay pinned until
-    the graph is garbage-collected."""
+    """Registers one of the graph's page arrays as pinned, mapped memory, once per graph:
+    pinning 8 GiB takes about 0.6 s, too long to repeat in every run. The pages stay
+    pinned until the graph is garbage-collected."""
     pinned = graph.__dict__.setdefault("_engine_cache", {}).setdefault("pinned", set())
     ptr = array.ctypes.data
     if array.nbytes == 0 or ptr in pinned:
         return
-    cp.cuda.runtime.hostRegister(ptr, array.nbytes, 0)
+    cp.cuda.runtime.hostRegister(ptr, array.nbytes, _REGISTER_MAPPED)
     pinned.add(ptr)
     # Runs before the graph's arrays are freed; at exit the driver releases everything.
     weakref.finalize(graph, cp.cuda.runtime.hostUnregister, ptr).atexit = False
+
+
+def _mapped(graph, array: np.ndarray) -> cp.ndarray:
+    """A device array over a pinned host array of the graph (zero-copy: kernels read it
+    over PCIe, a cache line at a time)."""
+    _pin(graph, array)
+    if array.nbytes == 0:
+        return cp.empty(1, dtype=array.dtype)
+    device_ptr = cp.cuda.runtime.pointerGetAttributes(array.ctypes.data).devicePointer
+    memory = cp.cuda.UnownedMemory(device_ptr, array.nbytes, array)
+    return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(memory, 0))
 
 
 def _upload(array: np.ndarray, stream: cp.cuda.Stream) -> cp.ndarray:
@@ -94,19 +114,26 @@ def _upload(array: np.ndarray, stream: cp.cuda.Stream) -> cp.ndarray:
 
 class DeviceGraph:
     """What every CUDA run of a graph uploads alike, kept with the graph between runs, as
-    a cuGraph graph stays on its device: the CSC ``indptr``, the page starts and, while
-    the whole graph fits the runs' budget, every page. Repeated queries then start at
-    once; :meth:`seraph.Graph.release_device_memory` frees it."""
+    a cuGraph graph stays on its device: the CSC ``indptr`` (and a directed graph's CSR
+    one, whose degrees are the out-degrees), the page starts and, while the whole graph
+    fits the runs' budget, every page. Repeated queries then start at once;
+    :meth:`seraph.Graph.release_device_memory` frees it."""
 
     def __init__(self, graph, stream: cp.cuda.Stream):
-        indptr = graph.csc()[0]
-        _pin(graph, indptr)  # its upload (8 bytes a vertex) is a DMA, not a staged copy
         with stream:
-            self.indptr = _upload(indptr, stream)
+            # Pinned first: their uploads (8 bytes a vertex) are DMAs, not staged copies.
+            self.indptr = self._upload_pinned(graph, graph.csc()[0], stream)
+            self.out_indptr = self.indptr if graph.symmetric else \
+                self._upload_pinned(graph, graph.csr()[0], stream)
             self.page_first = cp.asarray(graph.page_first_vertex)
             self.page_last = cp.asarray(graph.page_last_vertex)
         self.indices: cp.ndarray | None = None
         self.weights: cp.ndarray | None = None
+
+    @staticmethod
+    def _upload_pinned(graph, array: np.ndarray, stream: cp.cuda.Stream) -> cp.ndarray:
+        _pin(graph, array)
+        return _upload(array, stream)
 
     @classmethod
     def of(cls, graph, stream: cp.cuda.Stream) -> DeviceGraph:
@@ -115,7 +142,8 @@ class DeviceGraph:
     @property
     def nbytes(self) -> int:
         arrays = (self.indptr, self.page_first, self.page_last, self.indices, self.weights)
-        return sum(a.nbytes for a in arrays if a is not None)
+        out = self.out_indptr.nbytes if self.out_indptr is not self.indptr else 0
+        return out + sum(a.nbytes for a in arrays if a is not None)
 
     def hold_pages(self, graph, weights: bool, stream: cp.cuda.Stream) -> int:
         """Every page on the device (with its weights if asked); returns the bytes this
@@ -134,7 +162,7 @@ class DeviceGraph:
         self.indices = self.weights = None
 
     def release(self) -> None:
-        self.indptr = self.page_first = self.page_last = None
+        self.indptr = self.out_indptr = self.page_first = self.page_last = None
         self.drop_pages()
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -150,8 +178,9 @@ class CudaBackend(Backend):
         super().__init__(graph, algorithm, layout, table, initial_state)
         _indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
-        suffix = "f32" if algorithm.dtype == np.float32 else "i32"
+        suffix = _SUFFIX[np.dtype(algorithm.dtype)]
         self._kernel = _kernels().get_function(f"pull_window_{suffix}")
+        self._bottom_up_kernel = _kernels().get_function(f"pull_unsettled_{suffix}")
         self._persistent = _kernels(cooperative=True).get_function(f"pull_persistent_{suffix}")
         self._persistent_grid = _co_resident_blocks(self._persistent)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
@@ -162,6 +191,7 @@ class CudaBackend(Backend):
         device_graph = DeviceGraph.of(graph, self.compute_stream)
         self.indptr, self.page_first = device_graph.indptr, device_graph.page_first
         self._page_last = device_graph.page_last
+        self._out_indptr = device_graph.out_indptr
         self.upload_bytes = 0
         with self.compute_stream:
             if layout.resident:
@@ -172,20 +202,25 @@ class CudaBackend(Backend):
                 self.slot_indices = device_graph.indices
                 self.slot_weights = device_graph.weights if weights is not None else \
                     cp.empty(1, dtype=cp.float32)
+                # Resident pages sit at their own offsets: they are the whole CSC.
+                self._csc_indices, self._csc_weights = self.slot_indices, self.slot_weights
             else:
                 device_graph.drop_pages()
-                for array in (indices, weights):
-                    if array is not None:
-                        _pin(graph, array)
                 self.slot_indices = cp.empty(max(1, num_slots * pe), dtype=cp.int32)
                 self.slot_weights = cp.empty(max(1, num_slots * pe) if weights is not None
                                              else 1, dtype=cp.float32)
+                # Pinned, so pages copy at full speed, and mapped for the bottom-up rounds.
+                self._csc_indices = _mapped(graph, indices)
+                self._csc_weights = _mapped(graph, weights) if weights is not None else \
+                    self.slot_weights
             self.values = cp.empty(n, dtype=algorithm.dtype)
             self.changed = cp.zeros(n, dtype=cp.uint8)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
         self._launch_buffers(num_slots)
+        self._totals = cp.zeros(2, dtype=cp.uint64)  # a selection's vertices and edges
+        self._totals_host = cupyx.empty_pinned(2, dtype=np.uint64)
         # The scheduler reads the block epochs before every window step: a pinned mirror,
         # refreshed by the launch's one readback and kept current by the host's own writes.
         self._epochs = cupyx.empty_pinned(layout.num_blocks, dtype=np.int64)
@@ -314,12 +349,7 @@ class CudaBackend(Backend):
                 self._persistent((blocks,), (_THREADS,), args + (
                     np.int32(max_sweeps), self.landed_seq, np.int32(incoming),
                     np.int64(expected), np.int32(mandatory), self._control))
-        _memcpy(self._status.ctypes.data, self._io.data.ptr, _STATUS * 8,
-                cp.cuda.runtime.memcpyDeviceToHost, stream)
-        _memcpy(self._epochs.ctypes.data, self.block_epoch.data.ptr, self._epochs.nbytes,
-                cp.cuda.runtime.memcpyDeviceToHost, stream)
-        stream.synchronize()
-        status = self._status
+        status = self._read_status()
         counters = status[0:4].view(np.uint64)
         minimum = status[4:5].view(alg.dtype)[0]
         if persistent is None:
@@ -327,6 +357,67 @@ class CudaBackend(Backend):
         else:
             sweeps, last_pages = (int(c) for c in status[5:6].view(np.int32))
         return SweepResult(*(int(c) for c in counters), minimum, sweeps, last_pages)
+
+    def _read_status(self) -> np.ndarray:
+        """After a launch: its status block and the block epochs, in one wait."""
+        stream = self.compute_stream
+        _memcpy(self._status.ctypes.data, self._io.data.ptr, _STATUS * 8,
+                cp.cuda.runtime.memcpyDeviceToHost, stream)
+        _memcpy(self._epochs.ctypes.data, self.block_epoch.data.ptr, self._epochs.nbytes,
+                cp.cuda.runtime.memcpyDeviceToHost, stream)
+        stream.synchronize()
+        return self._status
+
+    def _count_selected(self, value: cp.ndarray, threshold, indptr: cp.ndarray
+                        ) -> tuple[int, int]:
+        """The vertices with ``value > threshold`` (select.cu) and their edges by
+        ``indptr``: two numbers cross, not a vertex array."""
+        n = self.graph.num_vertices
+        kernel = _kernels("select.cu").get_function(f"count_selected_{_SUFFIX[value.dtype]}")
+        stream = self.compute_stream
+        with stream:
+            self._totals.fill(0)
+            kernel((self._vertex_blocks(),), (_THREADS,),
+                   (value, value.dtype.type(threshold), indptr, np.int64(n), self._totals))
+        _memcpy(self._totals_host.ctypes.data, self._totals.data.ptr, 16,
+                cp.cuda.runtime.memcpyDeviceToHost, stream)
+        stream.synchronize()
+        return int(self._totals_host[0]), int(self._totals_host[1])
+
+    def _list_selected(self, value: cp.ndarray, threshold, count: int) -> np.ndarray:
+        """The ``count`` vertices with ``value > threshold``, ascending, on the host."""
+        kernel = _kernels("select.cu").get_function(f"list_selected_{_SUFFIX[value.dtype]}")
+        with self.compute_stream:
+            out = cp.empty(count, dtype=cp.int64)
+            self._totals.fill(0)
+            kernel((self._vertex_blocks(),), (_THREADS,),
+                   (value, value.dtype.type(threshold), np.int64(self.graph.num_vertices),
+                    out, self._totals))
+            out.sort()
+            return out.get(stream=self.compute_stream)
+
+    def _vertex_blocks(self) -> int:
+        """Blocks for a pass over every vertex, a thread a vertex, at most ``_grid``."""
+        return max(1, min(self._grid, -(-self.graph.num_vertices // _THREADS)))
+
+    def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
+        alg, n = self.algorithm, self.graph.num_vertices
+        threshold = alg.dtype.type(threshold)
+        _vertices, edges = self._count_selected(self.values, threshold, self.indptr)
+        if edges >= edge_limit:
+            return None
+        with self.compute_stream:
+            self._io[:_STATUS].set(self._fresh_status, stream=self.compute_stream)
+            blocks = max(1, min(self._grid, -(-n * 32 // _THREADS)))
+            self._bottom_up_kernel((blocks,), (_THREADS,), (
+                self.indptr, np.int64(n), self._csc_indices, self._csc_weights, self.values,
+                np.int32(alg.weight_mode), alg.dtype.type(alg.inf), threshold, self.changed,
+                self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
+                self._counters, np.int32(self.light_lanes), np.int64(self.heavy_edges),
+                self._minimum))
+        status = self._read_status()
+        attempted, succeeded = (int(c) for c in status[0:2].view(np.uint64))
+        return BottomUpResult(attempted, succeeded, status[4:5].view(alg.dtype)[0], edges)
 
     # -- vertex state ---------------------------------------------------------------------
     def set_values(self, values: np.ndarray) -> None:
@@ -372,12 +463,11 @@ class CudaBackend(Backend):
     def block_epochs(self) -> np.ndarray:
         return self._epochs
 
-    def take_changed(self, limit: int) -> np.ndarray | None:
+    def take_changed(self, edge_limit: float) -> np.ndarray | None:
         # Counted on the device: a dense round's flags (one byte a vertex) never cross.
+        count, edges = self._count_selected(self.changed, 0, self._out_indptr)
+        vertices = self._list_selected(self.changed, 0, count) if edges < edge_limit else None
         with self.compute_stream:
-            vertices = None
-            if int(cp.count_nonzero(self.changed)) <= limit:
-                vertices = cp.flatnonzero(self.changed).get(stream=self.compute_stream)
             self.changed.fill(0)
         return vertices
 

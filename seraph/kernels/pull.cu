@@ -7,14 +7,16 @@
 // in-edges within the page and reduce with shuffles. Power-law load balance: light
 // vertices (nearly all) get small groups, so a warp works on several at once, and heavy
 // ones (hubs) a whole warp each, so their thousands of in-edges are not serialised on a few
-// lanes (see sweep_window).
+// lanes (see sweep_items).
 //
 // All pages of the window are swept in one launch, so a vertex whose in-edges span two
 // adjacent pages can be updated by two warps at once: updates are atomicMin, and min is
 // idempotent. Non-negative floats order like their int bit patterns, so float distances
 // use the int atomicMin on their bits (+inf included).
 //
-// Two entry points share the sweep: `pull_window_*` sweeps the window once, and
+// Three entry points share the sweep: `pull_unsettled_*` is a bottom-up round (every
+// vertex above the strong threshold pulls its in-edges from the whole CSC, see
+// VertexItems), `pull_window_*` sweeps the window once, and
 // `pull_persistent_*` (launched cooperatively, grid no larger than the co-resident blocks)
 // sweeps it again and again, one page at a time with a grid-wide sync after each page.
 // The window's first `mandatory` pages (those not yet swept this round: the strong rules
@@ -110,30 +112,59 @@ __device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
     return x;
 }
 
-// Where window item `item` lies: its page index k (advanced from the caller's, items rise
-// monotonically per thread), its vertex and the slice [lo, hi) of its in-edges in the page.
+// Where a work item's in-edges lie: its vertex, the slice [lo, hi) of them that the item
+// covers (edge ids) and `shift`, which maps an edge id to its position in `indices`.
 struct Item {
     long long v, lo, hi, shift;
-    bool whole;  // every in-edge of v is in this page
+    bool whole;  // every in-edge of v is in this item
 };
 
-__device__ __forceinline__ Item locate(long long item, int& k, const long long* pages,
-                                       const long long* offsets, const long long* vertex_prefix,
-                                       const long long* page_first, long long page_edges,
-                                       long long num_edges, const long long* indptr) {
-    while (vertex_prefix[k + 1] <= item) ++k;
-    const long long page = pages[k];
-    const long long base = page * page_edges;
-    const long long length = min(page_edges, num_edges - base);
-    Item it;
-    it.v = page_first[page] + (item - vertex_prefix[k]);
-    const long long row_lo = indptr[it.v], row_hi = indptr[it.v + 1];
-    it.lo = max(row_lo, base);
-    it.hi = min(row_hi, base + length);
-    it.shift = offsets[k] - base;
-    it.whole = row_lo >= base && row_hi <= base + length;
-    return it;
-}
+// The items of a window: (window page, destination vertex) pairs. `k` is the page index,
+// advanced as the items a thread takes rise; each of sweep_items' loops restarts it.
+struct WindowItems {
+    const long long *pages, *offsets, *vertex_prefix, *page_first, *indptr;
+    long long page_edges, num_edges;
+    int first_page, end_page, k;
+
+    __device__ long long begin() const { return vertex_prefix[first_page]; }
+    __device__ long long end() const { return vertex_prefix[end_page]; }
+    __device__ void restart() { k = first_page; }
+    __device__ __forceinline__ Item operator()(long long item) {
+        while (vertex_prefix[k + 1] <= item) ++k;
+        const long long page = pages[k];
+        const long long base = page * page_edges;
+        const long long length = min(page_edges, num_edges - base);
+        Item it;
+        it.v = page_first[page] + (item - vertex_prefix[k]);
+        const long long row_lo = indptr[it.v], row_hi = indptr[it.v + 1];
+        it.lo = max(row_lo, base);
+        it.hi = min(row_hi, base + length);
+        it.shift = offsets[k] - base;
+        it.whole = row_lo >= base && row_hi <= base + length;
+        return it;
+    }
+};
+
+// The items of a bottom-up round: every vertex with all of its in-edges, read in place
+// from an `indices` array that holds the whole CSC (the host's, mapped into the device's
+// address space, or the resident pages).
+struct VertexItems {
+    const long long* indptr;
+    long long num_vertices;
+
+    __device__ long long begin() const { return 0; }
+    __device__ long long end() const { return num_vertices; }
+    __device__ void restart() {}
+    __device__ __forceinline__ Item operator()(long long v) const {
+        Item it;
+        it.v = v;
+        it.lo = indptr[v];
+        it.hi = indptr[v + 1];
+        it.shift = 0;
+        it.whole = true;
+        return it;
+    }
+};
 
 // One vertex's pull by a group of `width` lanes (lane `glane` of it). Everything a branch
 // depends on is read once and broadcast, so the group's lanes never part before a shuffle.
@@ -181,26 +212,22 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
     if (predictor == PRED_WEAK) states[v] = sh.table[(success ? 1 : 2) * num_states + state];
 }
 
-// One sweep over the (page, destination vertex) items of window pages
-// [first_page, end_page), in two parts for power-law in-degrees. Light items (at most
-// `heavy_edges` in-edges in the page: nearly all of them) go to groups of `light_lanes`
-// lanes, so a warp pulls several small vertices at once instead of idling most lanes on
-// one. Then every warp scans 32 items at a time and pulls each heavy one it finds with all
-// 32 lanes, so a hub's in-edges are shared by a warp and not serialised on a few lanes.
-template <typename V>
-__device__ void sweep_window(
-    SweepShared<V>& sh, const long long* __restrict__ pages,
-    const long long* __restrict__ offsets, const long long* __restrict__ vertex_prefix,
-    const long long* __restrict__ page_first, long long page_edges,
-    long long num_edges, const long long* __restrict__ indptr, const int* __restrict__ indices,
+// One sweep over `items` (a window's pages, or every vertex), in two parts for power-law
+// in-degrees. Light items (at most `heavy_edges` in-edges: nearly all of them) go to
+// groups of `light_lanes` lanes, so a warp pulls several small vertices at once instead of
+// idling most lanes on one. Then every warp scans 32 items at a time and pulls each heavy
+// one it finds with all 32 lanes, so a hub's in-edges are shared by a warp and not
+// serialised on a few lanes.
+template <typename V, typename Items>
+__device__ void sweep_items(
+    SweepShared<V>& sh, Items items, const int* __restrict__ indices,
     const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
     int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
-    int block_shift, long long epoch, int first_page, int end_page, int light_lanes,
-    long long heavy_edges) {
+    int block_shift, long long epoch, int light_lanes, long long heavy_edges) {
     const int lane = threadIdx.x & 31;
     const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long num_threads = (long long)gridDim.x * blockDim.x;
-    const long long begin = vertex_prefix[first_page], end = vertex_prefix[end_page];
+    const long long begin = items.begin(), end = items.end();
 #define PULL(IT, GLANE, WIDTH, MASK)                                                         \
     pull_vertex<V>(sh, IT, GLANE, WIDTH, MASK, indices, weights, values, mode, inf,          \
                    predictor, threshold, num_states, states, changed, block_epoch,           \
@@ -209,22 +236,20 @@ __device__ void sweep_window(
     const int glane = lane & (light_lanes - 1);
     const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
         : ((1u << light_lanes) - 1) << (lane & ~(light_lanes - 1));
-    int k = first_page;
+    items.restart();
     for (long long item = begin + thread / light_lanes; item < end;
          item += num_threads / light_lanes) {
-        const Item it = locate(item, k, pages, offsets, vertex_prefix, page_first, page_edges,
-                               num_edges, indptr);
+        const Item it = items(item);
         if (it.lo >= it.hi || it.hi - it.lo > heavy_edges) continue;
         PULL(it, glane, light_lanes, group_mask);
     }
 
-    k = first_page;
+    items.restart();
     for (long long first = begin + (thread >> 5) * 32; first < end; first += num_threads) {
         Item mine;
         bool heavy = false;
         if (first + lane < end) {
-            mine = locate(first + lane, k, pages, offsets, vertex_prefix, page_first,
-                          page_edges, num_edges, indptr);
+            mine = items(first + lane);
             heavy = mine.hi - mine.lo > heavy_edges;
         }
         for (unsigned found = __ballot_sync(0xffffffffu, heavy); found; found &= found - 1) {
@@ -239,6 +264,24 @@ __device__ void sweep_window(
         }
     }
 #undef PULL
+}
+
+// The window's pages [first_page, end_page).
+template <typename V>
+__device__ void sweep_window(
+    SweepShared<V>& sh, const long long* __restrict__ pages,
+    const long long* __restrict__ offsets, const long long* __restrict__ vertex_prefix,
+    const long long* __restrict__ page_first, long long page_edges,
+    long long num_edges, const long long* __restrict__ indptr, const int* __restrict__ indices,
+    const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
+    int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
+    int block_shift, long long epoch, int first_page, int end_page, int light_lanes,
+    long long heavy_edges) {
+    const WindowItems items{pages, offsets, vertex_prefix, page_first, indptr, page_edges,
+                            num_edges, first_page, end_page, first_page};
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, predictor, threshold,
+                   num_states, states, changed, block_epoch, block_shift, epoch, light_lanes,
+                   heavy_edges);
 }
 
 #define PULL_ARGS                                                                            \
@@ -301,6 +344,25 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
     }
 }
 
+// A bottom-up round (seraph/bottom_up.py): every vertex above the strong threshold pulls
+// all of its in-edges, straight from `indices` (see VertexItems), so the round reads the
+// edges of the few vertices it attempts and no page moves.
+template <typename V>
+__device__ void pull_unsettled(const long long* indptr, long long num_vertices,
+                               const int* indices, const float* weights, V* values, int mode,
+                               V inf, V threshold, unsigned char* changed,
+                               long long* block_epoch, int block_shift, long long epoch,
+                               unsigned long long* counters, int light_lanes,
+                               long long heavy_edges, V* min_written) {
+    __shared__ SweepShared<V> sh;
+    init_shared(sh, nullptr, 0, PRED_STRONG, inf);
+    const VertexItems items{indptr, num_vertices};
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG, threshold, 0,
+                   nullptr, changed, block_epoch, block_shift, epoch, light_lanes,
+                   heavy_edges);
+    flush_shared(sh, counters, min_written, inf);
+}
+
 #define ENTRY_POINTS(SUFFIX, V)                                                              \
     extern "C" __global__ void pull_window_##SUFFIX(PULL_ARGS, V *values, int mode, V inf,   \
                                                     int predictor, V threshold, PULL_TAIL,   \
@@ -321,6 +383,16 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
                            heavy_edges, min_written,                                         \
                            max_sweeps, landed_seq, incoming_slot, expected_seq, mandatory,   \
                            control);                                                         \
+    }                                                                                        \
+    extern "C" __global__ void pull_unsettled_##SUFFIX(                                      \
+        const long long *indptr, long long num_vertices, const int *indices,                 \
+        const float *weights, V *values, int mode, V inf, V threshold,                       \
+        unsigned char *changed, long long *block_epoch, int block_shift, long long epoch,    \
+        unsigned long long *counters, int light_lanes, long long heavy_edges,                \
+        V *min_written) {                                                                    \
+        pull_unsettled<V>(indptr, num_vertices, indices, weights, values, mode, inf,         \
+                          threshold, changed, block_epoch, block_shift, epoch, counters,     \
+                          light_lanes, heavy_edges, min_written);                            \
     }
 
 ENTRY_POINTS(i32, int)
