@@ -125,8 +125,8 @@ class Scratch:
 
     Allocating and filling them costs O(n) per call (14 ms at 8 M vertices for the
     delta-stepping bins, filled in numba), which is more than a tail of small pushes
-    costs. A caller that pushes again and again on one graph (a run of the engine)
-    passes one Scratch to every call."""
+    costs. A caller that pushes again and again on one graph passes one Scratch to every
+    call (the engine keeps one with the graph, for all its runs)."""
 
     def __init__(self, num_vertices: int) -> None:
         self.num_vertices = num_vertices
