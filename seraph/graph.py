@@ -171,8 +171,13 @@ class Graph:
     def in_degrees(self) -> np.ndarray:
         return np.diff(self.csc()[0])
 
+    def out_indptr(self) -> np.ndarray:
+        """The CSR's ``indptr`` alone (the CSC's when symmetric): the out-degrees without
+        reading the out-edges."""
+        return self.array("csc/indptr" if self.symmetric else "csr/indptr")
+
     def out_degrees(self) -> np.ndarray:
-        return np.diff(self.csr()[0])
+        return np.diff(self.out_indptr())
 
     def release_device_memory(self) -> None:
         """Frees what GPU runs keep on the device for this graph between runs (its CSC

@@ -124,7 +124,7 @@ class DeviceGraph:
             # Pinned first: their uploads (8 bytes a vertex) are DMAs, not staged copies.
             self.indptr = self._upload_pinned(graph, graph.csc()[0], stream)
             self.out_indptr = self.indptr if graph.symmetric else \
-                self._upload_pinned(graph, graph.csr()[0], stream)
+                self._upload_pinned(graph, graph.out_indptr(), stream)
             self.page_first = cp.asarray(graph.page_first_vertex)
             self.page_last = cp.asarray(graph.page_last_vertex)
         self.indices: cp.ndarray | None = None
