@@ -191,9 +191,8 @@ class Run:
                     return
                 continue
             if self._bottom_up():
-                lowered = self.be.take_changed(self.push_limit)
-                sparse = lowered is not None and len(lowered) > 0
-                frontier = lowered
+                frontier = self.be.take_changed(self.push_limit)  # the vertices it lowered
+                sparse = frontier is not None and len(frontier) > 0
                 continue
             changed_min, succeeded = self._dense_round()
             self.rechecking = False
