@@ -560,7 +560,8 @@ def measure(graph, desc: dict, alg: str, *, device: str, schedule: str, paged: b
             with time_limit(limit, label) as alarm:
                 start = time.perf_counter()
                 values, stats, events = call(graph, alg, src, device=device,
-                                             schedule=schedule, device_memory=budget)
+                                             schedule=schedule, device_memory=budget,
+                                             push_on=args.push_on)
                 seconds = time.perf_counter() - start
             spent += seconds
         except Exception as e:  # one failed configuration must not lose the others
@@ -993,6 +994,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--preprocess-memory", default=None,
                    help="partitioner memory budget (default half of RAM, at most 64GiB)")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--push-on", choices=["device", "host"], default="device",
+                   help="where the GPU runs' push rounds run (the engine's push_on)")
     p.add_argument("--skip", nargs="*", default=[], choices=PHASES,
                    help="phases to leave out ('big' skips the large graph altogether; "
                         "'pipelined', 'single', 'big-resident' its runs)")

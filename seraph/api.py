@@ -117,11 +117,11 @@ def resolve_device(device: str) -> str:
     return "cpu"
 
 
-def _make_backend(device: str, *args):
+def _make_backend(device: str, config: EngineConfig, *args):
     if device == "cuda":
         from seraph.backends.cuda import CudaBackend
 
-        return CudaBackend(*args)
+        return CudaBackend(*args, push_on=config.push_on)
     from seraph.backends.cpu import CpuBackend
 
     return CpuBackend(*args)
@@ -162,7 +162,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
-    backend = _make_backend(device, graph, algorithm, layout, table, initial_state)
+    backend = _make_backend(device, config, graph, algorithm, layout, table, initial_state)
     try:
         backend.init_values(source)
         run = Run(graph, algorithm, backend, config, predictor, stats, trace)

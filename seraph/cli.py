@@ -170,7 +170,8 @@ def _save(path: str, graph, values, preds) -> None:
 def _engine_options(args: argparse.Namespace) -> dict:
     return {"schedule": args.schedule, "predictor": args.predictor, "diagram": args.diagram,
             "device": args.device, "device_memory": args.gpu_memory,
-            "push_alpha": args.push_alpha, "trace": bool(args.trace) or None}
+            "push_alpha": args.push_alpha, "push_on": args.push_on,
+            "trace": bool(args.trace) or None}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -288,7 +289,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 # -- parser -------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from partitioner.readers import FORMATS
-    from seraph.scheduler import SCHEDULES
+    from seraph.scheduler import PUSH_ON, SCHEDULES
 
     parser = argparse.ArgumentParser(
         prog="seraph", description="Graph analytics for graphs larger than GPU memory.")
@@ -337,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diagram", default=None, help="weak-predictor diagram: name or TOML file")
     p.add_argument("--push-alpha", type=float, default=None,
                    help="push engine when frontier out-edges < m/alpha (0 disables)")
+    p.add_argument("--push-on", default=None, choices=PUSH_ON,
+                   help="where a GPU run's push rounds run (default: device)")
     p.add_argument("--config", default=None, help="run settings from a TOML file")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")
     p.add_argument("--output", help="write the result to .npy, .npz or .parquet")

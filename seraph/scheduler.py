@@ -25,21 +25,21 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from seraph.algorithms import ROUNDS, Algorithm
-from seraph.backends.base import Backend, Layout
+from seraph.backends.base import Backend, Layout, graph_cached, out_degrees
 from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
-from seraph.push import Scratch, edges_below, push_until
+from seraph.push import edges_below
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
+PUSH_ON = ("device", "host")
 #: Page copies the pipelined schedule keeps in flight when it has the slots (at most half
 #: of them, less one).
 PREFETCH = 4
@@ -60,6 +60,7 @@ class EngineConfig:
     device: str = "auto"
     device_memory: int | None = None
     push_alpha: float | None = None  # None: see default_push_alpha
+    push_on: str = "device"  # where a GPU's push rounds run (the CPU's always run on it)
     max_reentries: int = 8
     reentry_sweeps: int = 4
     trace: bool = False
@@ -75,6 +76,8 @@ class EngineConfig:
         if self.push_alpha is not None and self.push_alpha < 0:
             raise ConfigError(f"push_alpha must be >= 0 (0 disables the push engine), got "
                               f"{self.push_alpha}")
+        if self.push_on not in PUSH_ON:
+            raise ConfigError(f"unknown push_on {self.push_on!r}; expected device or host")
         if self.max_reentries < 1 or self.reentry_sweeps < 1:
             raise ConfigError("max_reentries and reentry_sweeps must be at least 1")
         if self.diagram is not None:
@@ -89,30 +92,12 @@ class EngineConfig:
         return self.predictor
 
 
-def graph_cached(graph, key, make: Callable[[], object]):
-    """``make()``, computed once per graph: what every run of a graph needs and would
-    otherwise rebuild (a pass over all its edges or vertices) is kept on the graph."""
-    cache = graph.__dict__.setdefault("_engine_cache", {})
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
-
-
 def page_summary(graph, layout: Layout) -> np.ndarray:
     """Source blocks read by each page (a bit per block), built once per graph and block
     size."""
     return graph_cached(graph, ("page_summary", layout.block_shift), lambda: page_source_blocks(
         graph.csc()[1], graph.page_edges, graph.num_pages, layout.block_shift,
         layout.num_blocks))
-
-
-def _take_scratch(graph) -> Scratch:
-    """The push engine's per-vertex scratch for a run: one that an earlier run on the graph
-    handed back, or a new one (filling it costs O(n): 50 ms at 67 M vertices)."""
-    try:
-        return graph_cached(graph, "push_scratch", list).pop()
-    except IndexError:
-        return Scratch(graph.num_vertices)
 
 
 def default_push_alpha(backend: Backend) -> float:
@@ -144,10 +129,6 @@ class Run:
         alpha = default_push_alpha(backend) if config.push_alpha is None else config.push_alpha
         use_push = config.schedule != "single" and alpha > 0 and m > 0
         self.push_limit = m / alpha if use_push else 0.0
-        self._csr = graph.csr() if use_push else None
-        self._outdeg = graph_cached(graph, "out_degrees", graph.out_degrees) if use_push \
-            else None
-        self._push_scratch = _take_scratch(graph)
 
     # -- activity -------------------------------------------------------------------------
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:
@@ -160,11 +141,6 @@ class Run:
     def execute(self, frontier: np.ndarray | None) -> None:
         """Runs to convergence from ``frontier``, the vertices whose values start changed
         (None: every vertex)."""
-        self._converge(frontier)
-        # Every push left the scratch clean: the next run on this graph takes it.
-        graph_cached(self.g, "push_scratch", list).append(self._push_scratch)
-
-    def _converge(self, frontier: np.ndarray | None) -> None:
         if frontier is None:
             # One vertex per source block marks them all; all m edges are the frontier's.
             first = np.arange(self.layout.num_blocks, dtype=np.int64) << self.layout.block_shift
@@ -205,7 +181,8 @@ class Run:
                 self.stats.switches_to_sparse += 1
 
     def _is_sparse(self, frontier: np.ndarray) -> bool:
-        return self.push_limit > 0 and edges_below(frontier, self._outdeg, self.push_limit)
+        return self.push_limit > 0 and edges_below(frontier, out_degrees(self.g),
+                                                   self.push_limit)
 
     def _end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
@@ -238,28 +215,25 @@ class Run:
         return True
 
     # -- sparse rounds --------------------------------------------------------------------
-    def _push(self, frontier: np.ndarray) -> np.ndarray:
+    def _push(self, frontier) -> object:
+        """Push rounds (the backend's :meth:`~Backend.push`); returns the vertices still
+        waiting, empty when converged."""
         start = time.perf_counter()
-        indptr, indices, weights = self._csr
-        values = self.be.host_values()
-        res = push_until(indptr, indices, weights, values, frontier, self.alg.weight_mode,
-                         int(self.push_limit), self._outdeg, scratch=self._push_scratch)
         self.epoch += 1
-        if len(res.changed):
-            self.be.apply_host_changes(res.changed, self.epoch)
+        res = self.be.push(frontier, self.push_limit, self.epoch)
         self.stats.sparse_rounds += res.rounds
         self.stats.rounds += res.rounds
-        self.stats.edges_pushed += res.edges_pushed
-        self.stats.updates_succeeded += len(res.changed)
+        self.stats.edges_pushed += res.edges
+        self.stats.updates_succeeded += res.succeeded
         self.stats.sparse_time += time.perf_counter() - start
         if self.alg.strong_rule == ROUNDS:
             self.threshold = self._rounds_bound()
         elif len(res.frontier):
             # Every later update descends from a vertex still waiting to push, and weights
             # are non-negative, so no vertex at or below their smallest value can change.
-            self.threshold = values[res.frontier].min()
+            self.threshold = res.minimum
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0,
-                       rounds=res.rounds, edges=res.edges_pushed)
+                       rounds=res.rounds, edges=res.edges)
         return res.frontier
 
     def _bottom_up(self) -> bool:

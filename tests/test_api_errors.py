@@ -66,9 +66,12 @@ def test_a_graph_that_is_not_a_graph_is_refused(device):
 def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak, device):
     n = directed.num_vertices
     # values 4, changed flag 1, weak state 1, the CSC and (directed) CSR indptr, 8 (n + 1)
-    # each, then one epoch per block (a block per vertex below 4096 vertices); plus two
-    # 4-byte-per-edge page slots
-    minimum = n * (4 + 1 + weak) + 2 * 8 * (n + 1) + n * 8 + 2 * PAGE_EDGES * 4
+    # each, then one epoch per block (a block per vertex below 4096 vertices); the push
+    # frontier's two int32 lists and int64 offsets, for every vertex of a graph this small
+    # (+ 1 offset); plus two 4-byte-per-edge page slots
+    frontier = n
+    minimum = n * (4 + 1 + weak) + 2 * 8 * (n + 1) + n * 8 + 16 * frontier + 8 + \
+        2 * PAGE_EDGES * 4
     with pytest.raises(DeviceError, match=rf"minimum is .*\({minimum} bytes\)"):
         seraph.bfs(directed, 0, device=device, predictor=predictor, device_memory=minimum - 1)
     stats = seraph.bfs(directed, 0, device=device, predictor=predictor,
@@ -87,6 +90,7 @@ def test_a_budget_can_be_written_with_units(directed, device):
     ("predictor", "psychic", "unknown predictor 'psychic'"),
     ("device", "tpu", "unknown device 'tpu'; expected auto, cuda or cpu"),
     ("push_alpha", -1.0, "push_alpha must be >= 0"),
+    ("push_on", "gpu", "unknown push_on"),
     ("max_reentries", 0, "at least 1"),
     ("warp_speed", 9, "unknown engine option"),
 ])

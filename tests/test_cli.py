@@ -47,9 +47,10 @@ def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorith
     out = tmp_path / "result.npy"
     trace = tmp_path / "trace.json"
     hub = int(np.argmax(seraph.open_graph(rmat_store).out_degrees()))
-    # 24 KiB holds the vertex state and three of the eleven 4 KiB page slots.
+    # 32 KiB holds the vertex state (the push frontier's lists included) and three of the
+    # eleven 4 KiB page slots.
     code = main(["run", algorithm, str(rmat_store), "--source", str(hub), "--device", device,
-                 "--gpu-memory", "24KiB", "--push-alpha", "0", "--validate", "--json",
+                 "--gpu-memory", "32KiB", "--push-alpha", "0", "--validate", "--json",
                  "--output", str(out), "--trace", str(trace)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["validation"] == "ok" and report["stats"]["device"] == device

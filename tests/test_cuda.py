@@ -40,9 +40,9 @@ def test_cuda_matches_cpu(seed, page_edges, schedule, predictor):
     graph = random_graph(seed, n=300 + 50 * seed, m=1500, page_edges=page_edges)
     hub = int(np.argmax(graph.out_degrees()))
     for budget in budgets(graph, predictor == "weak"):
-        for alpha in (0.0, 20.0):
+        for alpha, push_on in ((0.0, "device"), (20.0, "device"), (20.0, "host")):
             opts = dict(schedule=schedule, predictor=predictor, device_memory=budget,
-                        push_alpha=alpha)
+                        push_alpha=alpha, push_on=push_on)
             cpu = [seraph.bfs(graph, hub, device="cpu", **opts).levels,
                    seraph.connected_components(graph, device="cpu", **opts).labels,
                    seraph.sssp(graph, hub, device="cpu", **opts).distances]
@@ -55,6 +55,41 @@ def test_cuda_matches_cpu(seed, page_edges, schedule, predictor):
                 assert res.stats.device == "cuda"
                 np.testing.assert_array_equal(got, want)
 
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("predictor", ["strong", "weak"])
+def test_push_rounds_on_the_device(symmetric, predictor):
+    """Push rounds over frontiers of thousands of vertices (many blocks of offsets, a hub
+    of thousands of out-edges) and over more than the device's lists hold (a BFS level
+    larger than frontier_capacity: that round goes to a dense one), reading a symmetric
+    graph's CSC or a directed graph's own CSR: every answer is the CPU's, pushing on the
+    device or on the host."""
+    from partitioner.generators import gap_weights, rmat
+    from seraph.backends.base import frontier_capacity
+
+    chunk = next(iter(rmat(18, 4, seed=5, weights=gap_weights()).chunks()))
+    graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1 << 18,
+                                    symmetrize=symmetric, page_edges=8192)
+    degrees = graph.out_degrees()
+    hub, light = int(np.argmax(degrees)), int(np.flatnonzero(degrees == 1)[0])
+    levels = seraph.bfs(graph, hub, device="cpu").levels
+    assert np.bincount(levels[levels >= 0]).max() > frontier_capacity(graph.num_vertices)
+    layout = Layout.plan(graph, predictor == "weak", None)
+    for budget in (None, layout.state_bytes + 4 * 2 * layout.slot_bytes):
+        for alpha in (1.0, 20.0):
+            opts = dict(device_memory=budget, predictor=predictor, push_alpha=alpha)
+            for call, field in ((lambda **o: seraph.bfs(graph, hub, **o), "levels"),
+                                (lambda **o: seraph.sssp(graph, hub, **o), "distances"),
+                                (lambda **o: seraph.sssp(graph, light, **o), "distances")):
+                want = getattr(call(device="cpu", **opts), field)
+                for push_on in ("device", "host"):
+                    res = call(device="cuda", push_on=push_on, **opts)
+                    np.testing.assert_array_equal(getattr(res, field), want)
+                    assert res.stats.edges_pushed > 0
+            if symmetric:
+                want = seraph.connected_components(graph, device="cpu", **opts).labels
+                got = seraph.connected_components(graph, device="cuda", **opts).labels
+                np.testing.assert_array_equal(got, want)
 
 
 def test_persistent_kernel_resweeps_windows_on_the_device():

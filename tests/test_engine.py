@@ -135,11 +135,12 @@ class Config:
 def budget(graph: Graph, slots: int, weak: bool, algorithm: str) -> int:
     """Bytes for the vertex state plus ``slots`` page slots: per vertex a value (4),
     changed flag (1) and weak state (1); the CSC indptr and, for a directed graph, the
-    CSR one (8 (n + 1) each); and an epoch (8) per source block. A slot holds a page's
-    indices (4 bytes an edge), and its weights (4) for SSSP only."""
+    CSR one (8 (n + 1) each); an epoch (8) per source block; and the push frontier's two
+    int32 lists and int64 offsets for every vertex of these small graphs (+ 1 offset). A
+    slot holds a page's indices (4 bytes an edge), and its weights (4) for SSSP only."""
     n, blocks = graph.num_vertices, Layout.plan(graph, weak, None).num_blocks
     indptrs = 1 if graph.symmetric else 2
-    state = n * (4 + 1 + weak) + indptrs * 8 * (n + 1) + blocks * 8
+    state = n * (4 + 1 + weak) + indptrs * 8 * (n + 1) + blocks * 8 + 16 * n + 8
     weights = algorithm == "sssp" and graph.weighted
     return state + slots * graph.page_edges * (8 if weights else 4)
 

@@ -13,12 +13,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 
-from seraph.backends.base import Backend, BottomUpResult, SweepResult, take_owing_pages
+from seraph.backends.base import Backend, BottomUpResult, SweepResult, out_degrees, take_owing_pages
 from seraph.backends.cpu_kernels import blocks_of, sweep_pages
 from seraph.bottom_up import pull_round, unsettled
 from seraph.predictors import OWES, STATE_MASK
 from seraph.push import edges_below
-from seraph.scheduler import graph_cached
 
 
 class CpuBackend(Backend):
@@ -106,10 +105,7 @@ class CpuBackend(Backend):
         # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
         vertices = np.flatnonzero(flags)
-        return vertices if edges_below(vertices, self._out_degrees(), edge_limit) else None
-
-    def _out_degrees(self) -> np.ndarray:
-        return graph_cached(self.graph, "out_degrees", self.graph.out_degrees)
+        return vertices if edges_below(vertices, out_degrees(self.graph), edge_limit) else None
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
         vertices = unsettled(self.values, self.indptr, threshold, edge_limit)
@@ -132,4 +128,5 @@ class CpuBackend(Backend):
         return np.bincount(self.states & STATE_MASK, minlength=self.table.shape[1]).tolist()
 
     def close(self) -> None:
+        super().close()
         self._copier.shutdown(wait=True)

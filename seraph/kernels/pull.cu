@@ -10,9 +10,8 @@
 // lanes (see sweep_items).
 //
 // All pages of the window are swept in one launch, so a vertex whose in-edges span two
-// adjacent pages can be updated by two warps at once: updates are atomicMin, and min is
-// idempotent. Non-negative floats order like their int bit patterns, so float distances
-// use the int atomicMin on their bits (+inf included).
+// adjacent pages can be updated by two warps at once: updates are atomicMin (values.cuh), and
+// min is idempotent.
 //
 // Three entry points share the sweep: `pull_unsettled_*` is a bottom-up round (every
 // vertex above the strong threshold pulls its in-edges from the whole CSC, see
@@ -30,43 +29,15 @@
 // next) in shared memory; the high bit of a state byte (OWES) marks "skipped since its last
 // attempt" (see seraph/predictors.py and docs/engine.md).
 
-#define UNIT 0
-#define ZERO 1
-#define STORED 2
 #define PRED_NONE 0
 #define PRED_STRONG 1
 #define PRED_WEAK 2
-#define OWES 0x80
-#define STATE_MASK 0x7F
 #define MAX_STATES 128
 
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
 enum { ATTEMPTED = 0, SUCCEEDED = 1, SKIPPED_STRONG = 2, SKIPPED_WEAK = 3 };
-
-__device__ __forceinline__ int atomic_min_value(int* addr, int val) {
-    return atomicMin(addr, val);
-}
-
-__device__ __forceinline__ float atomic_min_value(float* addr, float val) {
-    return __int_as_float(atomicMin(reinterpret_cast<int*>(addr), __float_as_int(val)));
-}
-
-template <typename V>
-__device__ __forceinline__ V candidate(V val, const float* weights, long long i, int mode, V inf);
-
-template <>
-__device__ __forceinline__ int candidate<int>(int val, const float*, long long, int mode, int inf) {
-    if (mode == UNIT) return val == inf ? inf : val + 1;
-    return val;
-}
-
-template <>
-__device__ __forceinline__ float candidate<float>(float val, const float* weights, long long i,
-                                                  int mode, float inf) {
-    return mode == STORED ? val + weights[i] : val;
-}
 
 template <typename V>
 struct SweepShared {
@@ -99,17 +70,6 @@ __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V
         sh.min = inf;
     }
     __syncthreads();
-}
-
-// Min over the first `width` lanes of a lane group (lanes of other groups may be elsewhere:
-// `mask` names this group's); the result is in the group's lane 0.
-template <typename V>
-__device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
-    for (int off = width >> 1; off > 0; off >>= 1) {
-        const V other = __shfl_down_sync(mask, x, off, width);
-        x = other < x ? other : x;
-    }
-    return x;
 }
 
 // Where a work item's in-edges lie: its vertex, the slice [lo, hi) of them that the item

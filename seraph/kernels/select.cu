@@ -28,9 +28,10 @@ __device__ void count_selected(const T* value, T threshold, const long long* ind
 }
 
 // The selected vertices, in no particular order: each warp claims room for its own with
-// one atomic. `out` has room for every selected vertex; `claimed` starts at zero.
+// one atomic. `out` has room for every selected vertex; `claimed` starts at zero. Vertex
+// ids fit an int: they are the CSC's int32 indices.
 template <typename T>
-__device__ void list_selected(const T* value, T threshold, long long n, long long* out,
+__device__ void list_selected(const T* value, T threshold, long long n, int* out,
                               unsigned long long* claimed) {
     const int lane = threadIdx.x & 31;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -44,7 +45,7 @@ __device__ void list_selected(const T* value, T threshold, long long n, long lon
         unsigned long long base = 0;
         if (lane == 0) base = atomicAdd(claimed, (unsigned long long)__popc(ballot));
         base = __shfl_sync(0xffffffffu, base, 0);
-        if (selected) out[base + __popc(ballot & ((1u << lane) - 1))] = v;
+        if (selected) out[base + __popc(ballot & ((1u << lane) - 1))] = (int)v;
     }
 }
 
@@ -55,7 +56,7 @@ __device__ void list_selected(const T* value, T threshold, long long n, long lon
         count_selected<T>(value, threshold, indptr, n, totals);                             \
     }                                                                                        \
     extern "C" __global__ void list_selected_##SUFFIX(const T *value, T threshold,           \
-                                                      long long n, long long *out,           \
+                                                      long long n, int *out,                 \
                                                       unsigned long long *claimed) {         \
         list_selected<T>(value, threshold, n, out, claimed);                                \
     }

@@ -1,0 +1,48 @@
+// What every kernel file shares: weight modes, predictor state bits and the (min, +)
+// arithmetic of a relaxation. cuda._kernels puts this text in front of a kernel file's own
+// before compiling it (so cupy's cache, keyed on the source text, sees a change here).
+//
+// Non-negative floats order like their int bit patterns, so float distances use the int
+// atomicMin on their bits (+inf included).
+
+#define UNIT 0
+#define ZERO 1
+#define STORED 2
+#define OWES 0x80
+#define STATE_MASK 0x7F
+
+__device__ __forceinline__ int atomic_min_value(int* addr, int val) {
+    return atomicMin(addr, val);
+}
+
+__device__ __forceinline__ float atomic_min_value(float* addr, float val) {
+    return __int_as_float(atomicMin(reinterpret_cast<int*>(addr), __float_as_int(val)));
+}
+
+// The value a relaxation of edge i offers its head: the tail's value plus the edge's weight
+// (1 for UNIT, 0 for ZERO, weights[i] for STORED); infinity stays infinity.
+template <typename V>
+__device__ __forceinline__ V candidate(V val, const float* weights, long long i, int mode, V inf);
+
+template <>
+__device__ __forceinline__ int candidate<int>(int val, const float*, long long, int mode, int inf) {
+    if (mode == UNIT) return val == inf ? inf : val + 1;
+    return val;
+}
+
+template <>
+__device__ __forceinline__ float candidate<float>(float val, const float* weights, long long i,
+                                                  int mode, float inf) {
+    return mode == STORED ? val + weights[i] : val;
+}
+
+// Min over the first `width` lanes of a lane group (lanes of other groups may be elsewhere:
+// `mask` names this group's); the result is in the group's lane 0.
+template <typename V>
+__device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
+    for (int off = width >> 1; off > 0; off >>= 1) {
+        const V other = __shfl_down_sync(mask, x, off, width);
+        x = other < x ? other : x;
+    }
+    return x;
+}
