@@ -453,16 +453,22 @@ class CudaBackend(Backend):
                 self.values[:] = cp.arange(len(self.values), dtype=alg.dtype)
 
     def host_values(self) -> np.ndarray:
-        # Pinned: a hand-over to the push engine moves the values at full PCIe speed.
+        # Pinned, so the values cross at full PCIe speed; allocating 268 MB of pinned memory
+        # takes longer than the copy, so the buffer is kept with the graph for its next run.
         if self._host is None:
-            self._host = cupyx.empty_pinned(self.values.shape, dtype=self.values.dtype)
-        self.values.get(stream=self.compute_stream, out=self._host)
-        return self._host
+            try:
+                self._host = graph_cached(self.graph, "pinned_values", list).pop()
+            except IndexError:
+                self._host = cupyx.empty_pinned(self.graph.num_vertices, dtype=np.uint32)
+        host = self._host.view(self.algorithm.dtype)
+        self.values.get(stream=self.compute_stream, out=host)
+        return host
 
     def result(self) -> np.ndarray:
         # The caller gets a fresh pageable array (pinned memory is too scarce to hand out),
         # filled from the pinned buffer by every host thread: a copy straight into pageable
-        # memory runs at about 2 GB/s, 120 ms for 67 M values, against 17 ms this way.
+        # memory runs at about 2 GB/s, 124 ms for 67 M values, against 5 ms to the pinned
+        # buffer and 14 ms from there (H100 host, 16 cores).
         staged = self.host_values()
         self.compute_stream.synchronize()
         out = np.empty_like(staged)
@@ -473,7 +479,7 @@ class CudaBackend(Backend):
         # Only the push engine's changes cross back over PCIe.
         with self.compute_stream:
             idx = cp.asarray(changed)
-            self.values[idx] = cp.asarray(self._host[changed])
+            self.values[idx] = cp.asarray(self._host.view(self.algorithm.dtype)[changed])
             if self.table is not None:
                 self.states[idx] = self.initial_state | (self.states[idx] & OWES)
         self.mark_blocks(changed, epoch)
@@ -594,6 +600,9 @@ class CudaBackend(Backend):
 
     def close(self) -> None:
         super().close()
+        if self._host is not None:
+            graph_cached(self.graph, "pinned_values", list).append(self._host)
+            self._host = None
         self.copy_stream.synchronize()
         self.compute_stream.synchronize()
         self.peak_memory = max(self.peak_memory, cp.get_default_memory_pool().total_bytes())
