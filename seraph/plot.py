@@ -2,7 +2,7 @@
 
 Two steps, so that what is drawn can be tested without matplotlib:
 - ``timeline`` (pure) sorts the trace's events into lanes: copy and compute intervals per
-  page, and a lane of the sparse rounds (the host's push engine and bottom-up pulls);
+  page, and a lane of the sparse rounds (push rounds and bottom-up pulls);
 - ``figure`` draws those lanes, and the weak predictor's state counts per round, with
   matplotlib (the ``plot`` extra).
 

@@ -14,7 +14,8 @@ cut into windows is the *schedule*:
 
 A page is *active* if a source block it reads changed at or after the epoch (sweep
 number) in which the page was last swept. When the changed vertices' out-edges number
-fewer than m/alpha, rounds go to the CPU push engine, and come back when that grows.
+fewer than m/alpha, rounds go to the backend's push rounds (the CPU push engine, or the
+GPU's own), and come back when that grows.
 
 Exactness: strong rules are proofs (see :mod:`seraph.algorithms`). A vertex the weak
 predictor skipped owes an attempt; before convergence is reported every such vertex is

@@ -35,7 +35,7 @@ class RunStats:
     bytes_d2h: int = 0
     transfer_time: float = 0.0
     kernel_time: float = 0.0
-    sparse_time: float = 0.0  # in sparse rounds: the host's push engine, bottom-up pulls
+    sparse_time: float = 0.0  # in sparse rounds: push rounds, bottom-up pulls
     setup_time: float = 0.0  # from the call to the first round: device state, values, plan
     readback_time: float = 0.0  # the values back to the host after the last round
     h2d_bandwidth: float | None = None

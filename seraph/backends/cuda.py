@@ -5,13 +5,14 @@ copy is a DMA at full PCIe speed. What every run of a graph uploads alike (the C
 and, when the graph fits, all its pages) stays on the device between runs
 (:class:`DeviceGraph`). Copies run on their own stream and record an event per
 slot; a sweep runs on the compute stream after making it wait on the events of the pages
-it reads. The kernels come from ``seraph/kernels/pull.cu`` through ``RawModule``.
+it reads. The kernels come from ``seraph/kernels/*.cu`` (pull, push and select, each after
+``values.cuh``) through ``RawModule``.
 
 A window's repeated sweeps run in one persistent cooperative kernel: right after a page's
 bytes, the copy stream writes the load's sequence number into device memory, and the
 kernel, polling it between grid-wide syncs, stops when the page has landed, so no host
-round-trip sits between sweeps. The scheduler, predictors and push engine are the CPU
-backend's, unchanged.
+round-trip sits between sweeps. The scheduler and predictors are the CPU backend's,
+unchanged.
 
 Sparse phases stay on the device too. Bottom-up rounds pull a few vertices' in-edges
 straight from the host's pinned CSC, and push rounds (``kernels/push.cu``) a few vertices'
