@@ -175,7 +175,7 @@ def _draw_lanes(ax: Axes, tl: Timeline) -> None:
     _bars(ax, tl.computes, 0.0, COMPUTE_COLOUR, "compute (sweep)")
     if tl.sparse_spans:
         _bars(ax, {SPARSE_LANE: tl.sparse_spans}, -0.4, SPARSE_COLOUR,
-              "sparse rounds (push on the host, bottom-up)", height=0.8)
+              "sparse rounds (push, bottom-up)", height=0.8)
     pages = tl.pages
     top = max(pages, default=0)
     bottom = SPARSE_LANE if tl.sparse_spans else min(pages, default=0)

@@ -38,7 +38,9 @@ from seraph.backends.base import (
     SweepResult,
     frontier_capacity,
     graph_cached,
+    hand_back,
     take_owing_pages,
+    take_pooled,
 )
 from seraph.backends.cpu_kernels import blocks_of, copy_parallel
 from seraph.predictors import OWES, STATE_MASK
@@ -457,10 +459,8 @@ class CudaBackend(Backend):
         # Pinned, so the values cross at full PCIe speed; allocating 268 MB of pinned memory
         # takes longer than the copy, so the buffer is kept with the graph for its next run.
         if self._host is None:
-            try:
-                self._host = graph_cached(self.graph, "pinned_values", list).pop()
-            except IndexError:
-                self._host = cupyx.empty_pinned(self.graph.num_vertices, dtype=np.uint32)
+            self._host = take_pooled(self.graph, "pinned_values", lambda: cupyx.empty_pinned(
+                self.graph.num_vertices, dtype=np.uint32))
         host = self._host.view(self.algorithm.dtype)
         self.values.get(stream=self.compute_stream, out=host)
         return host
@@ -602,7 +602,7 @@ class CudaBackend(Backend):
     def close(self) -> None:
         super().close()
         if self._host is not None:
-            graph_cached(self.graph, "pinned_values", list).append(self._host)
+            hand_back(self.graph, "pinned_values", self._host)
             self._host = None
         self.copy_stream.synchronize()
         self.compute_stream.synchronize()
