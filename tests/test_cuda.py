@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import seraph
+from seraph import hubs
 from seraph.api import cuda_status
 from seraph.backends.base import Layout
 
@@ -36,7 +37,12 @@ def budgets(graph: seraph.Graph, weak: bool) -> list[int | None]:
 @pytest.mark.parametrize("page_edges", [16, 256, 1 << 16])
 @pytest.mark.parametrize("schedule", ["pipelined", "reentry", "single"])
 @pytest.mark.parametrize("predictor", ["none", "strong", "weak"])
-def test_cuda_matches_cpu(seed, page_edges, schedule, predictor):
+def test_cuda_matches_cpu(monkeypatch, seed, page_edges, schedule, predictor):
+    if seed % 2:
+        # Hubs of a few in-edges, so that the hub chunks (seraph/hubs.py) are pulled
+        # under every page size, schedule and predictor: many vertices have more than 8.
+        monkeypatch.setattr(hubs, "HUB_EDGES", 8)
+        monkeypatch.setattr(hubs, "CHUNK_EDGES", 3)
     graph = random_graph(seed, n=300 + 50 * seed, m=1500, page_edges=page_edges)
     hub = int(np.argmax(graph.out_degrees()))
     for budget in budgets(graph, predictor == "weak"):
@@ -141,10 +147,12 @@ def test_graph_stays_on_the_device_between_runs():
 
 @pytest.mark.parametrize("light_lanes", [1, 4, 8, 32])
 @pytest.mark.parametrize("page_edges", [512, 1 << 16])
-def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges):
+@pytest.mark.parametrize("hub_edges", [hubs.HUB_EDGES, 100])
+def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges, hub_edges):
     """A power-law graph (R-MAT, hubs of hundreds of in-edges) under every lane-group
     width, with hubs both whole in a page and split across pages: the light vertices go to
-    groups, the heavy ones to whole warps, and every answer is the CPU's."""
+    groups, the heavy ones to whole warps, and every answer is the CPU's. With hub_edges
+    100, the hubs' in-edges go to chunks of 24 (seraph/hubs.py), a warp each."""
     from partitioner.generators import gap_weights, rmat
     from seraph.backends.cuda import CudaBackend
 
@@ -153,6 +161,8 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges)
                                     symmetrize=True, page_edges=page_edges)
     assert int(graph.in_degrees().max()) > 4 * CudaBackend.heavy_edges
     monkeypatch.setattr(CudaBackend, "light_lanes", light_lanes)
+    monkeypatch.setattr(hubs, "HUB_EDGES", hub_edges)
+    monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
     hub = int(np.argmax(graph.out_degrees()))
     layout = Layout.plan(graph, True, None)
     for budget in (None, layout.state_bytes + 4 * layout.slot_bytes):

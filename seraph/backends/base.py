@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seraph import hubs
 from seraph.errors import DeviceError
 from seraph.predictors import OWES
 from seraph.push import Scratch, push_until
@@ -31,6 +32,14 @@ def graph_cached(graph, key, make: Callable[[], object]):
     if key not in cache:
         cache[key] = make()
     return cache[key]
+
+
+def graph_hub_chunks(graph) -> hubs.HubChunks:
+    """The graph's :func:`seraph.hubs.hub_chunks` (built once per graph and thresholds)."""
+    return graph_cached(graph, ("hub chunks", hubs.HUB_EDGES, hubs.CHUNK_EDGES),
+                        lambda: hubs.hub_chunks(graph.csc()[0], graph.page_edges,
+                                                graph.num_pages, hubs.HUB_EDGES,
+                                                hubs.CHUNK_EDGES))
 
 
 def take_pooled(graph, key: str, make: Callable[[], object]):
@@ -121,12 +130,12 @@ class Layout:
         num_blocks = max(1, ((n - 1) >> block_shift) + 1)
         # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs; a
         # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
-        # the device; a symmetric graph's are the CSC's); and the push frontier's two lists
-        # and edge offsets
+        # the device; a symmetric graph's are the CSC's); the push frontier's two lists
+        # and edge offsets; and the hub chunk list (none on a graph without hubs)
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
         state = n * (4 + 1 + (1 if weak else 0)) + 8 * indptrs * (n + 1) + num_blocks * 8 + \
-            16 * frontier + 8
+            16 * frontier + 8 + graph_hub_chunks(graph).nbytes
         slot = graph.page_edges * (8 if weights else 4)
         if budget is None:
             return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)

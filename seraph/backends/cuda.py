@@ -38,15 +38,18 @@ from seraph.backends.base import (
     SweepResult,
     frontier_capacity,
     graph_cached,
+    graph_hub_chunks,
     hand_back,
     take_owing_pages,
     take_pooled,
 )
 from seraph.backends.cpu_kernels import blocks_of, copy_parallel
+from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
+_WINDOW_ARRAYS = 4  # a launch's window: pages, slot offsets, vertex and hub-chunk prefixes
 _modules: dict[tuple[str, bool], cp.RawModule] = {}
 #: cudaHostRegisterMapped: the pinned pages are also addressable from kernels.
 _REGISTER_MAPPED = 2
@@ -128,9 +131,10 @@ def _upload(array: np.ndarray, stream: cp.cuda.Stream) -> cp.ndarray:
 class DeviceGraph:
     """What every CUDA run of a graph uploads alike, kept with the graph between runs, as
     a cuGraph graph stays on its device: the CSC ``indptr`` (and a directed graph's CSR
-    one, whose degrees are the out-degrees), the page starts and, while the whole graph
-    fits the runs' budget, every page. Repeated queries then start at once;
-    :meth:`seraph.Graph.release_device_memory` frees it."""
+    one, whose degrees are the out-degrees), the page starts, the hub chunks
+    (:mod:`seraph.hubs`) and, while the whole graph fits the runs' budget, every page.
+    Repeated queries then start at once; :meth:`seraph.Graph.release_device_memory` frees
+    it."""
 
     def __init__(self, graph, stream: cp.cuda.Stream):
         with stream:
@@ -140,6 +144,8 @@ class DeviceGraph:
                 self._upload_pinned(graph, graph.out_indptr(), stream)
             self.page_first = cp.asarray(graph.page_first_vertex)
             self.page_last = cp.asarray(graph.page_last_vertex)
+        self.hubs: HubChunks | None = None
+        self.hub_chunks = self.page_chunks = None
         self.indices: cp.ndarray | None = None
         self.weights: cp.ndarray | None = None
 
@@ -154,9 +160,21 @@ class DeviceGraph:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.indptr, self.page_first, self.page_last, self.indices, self.weights)
+        arrays = (self.indptr, self.page_first, self.page_last, self.hub_chunks,
+                  self.page_chunks, self.indices, self.weights)
         out = self.out_indptr.nbytes if self.out_indptr is not self.indptr else 0
         return out + sum(a.nbytes for a in arrays if a is not None)
+
+    def hold_hubs(self, graph) -> HubChunks:
+        """The graph's hub chunks on the device (uploaded again only when the thresholds
+        of :mod:`seraph.hubs` changed since)."""
+        hubs = graph_hub_chunks(graph)
+        if hubs is not self.hubs:
+            self.hubs = hubs
+            self.hub_chunks = cp.asarray(hubs.chunks if len(hubs.chunks) else
+                                         np.zeros((1, 3), np.int64))
+            self.page_chunks = cp.asarray(hubs.page_chunks)
+        return hubs
 
     def hold_pages(self, graph, weights: bool, stream: cp.cuda.Stream) -> int:
         """Every page on the device (with its weights if asked); returns the bytes this
@@ -176,6 +194,7 @@ class DeviceGraph:
 
     def release(self) -> None:
         self.indptr = self.out_indptr = self.page_first = self.page_last = None
+        self.hub_chunks = self.page_chunks = None
         self.drop_pages()
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -208,6 +227,9 @@ class CudaBackend(Backend):
         device_graph = DeviceGraph.of(graph, self.compute_stream)
         self.indptr, self.page_first = device_graph.indptr, device_graph.page_first
         self._page_last = device_graph.page_last
+        with self.compute_stream:
+            self._hubs = device_graph.hold_hubs(graph)
+        self._hub_chunks, self._page_chunks = device_graph.hub_chunks, device_graph.page_chunks
         self._out_indptr = device_graph.out_indptr
         self.upload_bytes = 0
         with self.compute_stream:
@@ -321,9 +343,11 @@ class CudaBackend(Backend):
         """One device buffer carries everything a launch sends and returns, so a launch is
         one upload, one kernel, one readback and one wait: int64 words [0, 8) are the
         status (counters, smallest value written, the persistent kernel's control words),
-        then the window's pages, their slot offsets and their vertex prefix sums."""
+        then the window's pages, their slot offsets and the prefix sums of their vertices
+        and of their hub chunks."""
         w = max(1, num_slots)
-        self._io = cp.zeros(_STATUS + 3 * w + 1, dtype=cp.int64)
+        # Each array has room for a whole window and, for the prefix sums, their total.
+        self._io = cp.zeros(_STATUS + _WINDOW_ARRAYS * (w + 1), dtype=cp.int64)
         self._io_host = cupyx.empty_pinned(self._io.shape, dtype=np.int64)
         self._status = cupyx.empty_pinned(_STATUS, dtype=np.int64)
         self._fresh_status = np.zeros(_STATUS, dtype=np.int64)
@@ -332,7 +356,7 @@ class CudaBackend(Backend):
         self._counters = io[0:4].view(cp.uint64)
         self._minimum = io[4:5].view(dtype)
         self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
-        self._window = (_STATUS, _STATUS + w, _STATUS + 2 * w)  # pages, offsets, prefix
+        self._window = tuple(_STATUS + i * (w + 1) for i in range(_WINDOW_ARRAYS))
         self._window_views = tuple(io[a:a + w + 1] for a in self._window)
 
     def _launch(self, slots, pages, predictor, threshold, epoch, persistent) -> SweepResult:
@@ -342,21 +366,24 @@ class CudaBackend(Backend):
         k = len(pages)
         pages = np.asarray(pages, dtype=np.int64)
         first = g.page_first_vertex[pages]
-        counts = g.page_last_vertex[pages] + 1 - first
+        vertices = g.page_last_vertex[pages] + 1 - first
+        chunks = self._hubs.page_chunks[pages + 1] - self._hubs.page_chunks[pages]
         host = self._io_host
-        at_pages, at_offsets, at_prefix = self._window
+        at_pages, at_offsets, at_vertices, at_chunks = self._window
         host[:_STATUS] = self._fresh_status
         host[at_pages:at_pages + k] = pages
         host[at_offsets:at_offsets + k] = self.slot_offsets(slots, pages)
-        host[at_prefix] = 0
-        np.cumsum(counts, out=host[at_prefix + 1:at_prefix + k + 1])
-        warps = int(host[at_prefix + k])
+        for at, counts in ((at_vertices, vertices), (at_chunks, chunks)):
+            host[at] = 0
+            np.cumsum(counts, out=host[at + 1:at + k + 1])
+        warps = int(host[at_vertices + k])
         stream = self.compute_stream
-        _memcpy(self._io.data.ptr, host.ctypes.data, (at_prefix + k + 1) * 8,
+        _memcpy(self._io.data.ptr, host.ctypes.data, (at_chunks + k + 1) * 8,
                 cp.cuda.runtime.memcpyHostToDevice, stream)
-        d_pages, d_offsets, d_prefix = self._window_views
-        args = (d_pages, d_offsets, d_prefix, np.int32(k), self.page_first,
+        d_pages, d_offsets, d_vertices, d_chunks = self._window_views
+        args = (d_pages, d_offsets, d_vertices, d_chunks, np.int32(k), self.page_first,
                 np.int64(g.page_edges), np.int64(g.num_edges), self.indptr,
+                self._page_chunks, self._hub_chunks, np.int64(self._hubs.hub_edges),
                 self.slot_indices, self.slot_weights, self.values,
                 np.int32(alg.weight_mode), alg.dtype.type(alg.inf), np.int32(predictor),
                 alg.dtype.type(threshold), self._d_table, np.int32(self._d_table.shape[1]),
@@ -431,7 +458,9 @@ class CudaBackend(Backend):
         with self.compute_stream:
             self._io[:_STATUS].set(self._fresh_status, stream=self.compute_stream)
             self._bottom_up_kernel((self._blocks(n * 32),), (_THREADS,), (
-                self.indptr, np.int64(n), self._csc_indices, self._csc_weights, self.values,
+                self.indptr, np.int64(n), self._hub_chunks, np.int64(len(self._hubs.chunks)),
+                np.int64(self._hubs.hub_edges), self._csc_indices, self._csc_weights,
+                self.values,
                 np.int32(alg.weight_mode), alg.dtype.type(alg.inf), threshold, self.changed,
                 self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
                 self._counters, np.int32(self.light_lanes), np.int64(self.heavy_edges),

@@ -5,9 +5,10 @@
 // Work items are (window page, destination vertex) pairs, flattened through
 // `vertex_prefix`. A group of lanes takes one item: its lanes stride over the vertex's
 // in-edges within the page and reduce with shuffles. Power-law load balance: light
-// vertices (nearly all) get small groups, so a warp works on several at once, and heavy
-// ones (hubs) a whole warp each, so their thousands of in-edges are not serialised on a few
-// lanes (see sweep_items).
+// vertices (nearly all) get small groups, so a warp works on several at once, heavy ones
+// a whole warp each, and hubs (more than `hub_edges` in-edges) are cut into chunks
+// (seraph/hubs.py, flattened through `chunk_prefix`), a warp each, so that a million
+// in-edges are not serialised on one warp (see sweep_items).
 //
 // All pages of the window are swept in one launch, so a vertex whose in-edges span two
 // adjacent pages can be updated by two warps at once: updates are atomicMin (values.cuh), and
@@ -77,17 +78,35 @@ __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V
 struct Item {
     long long v, lo, hi, shift;
     bool whole;  // every in-edge of v is in this item
+    bool hub;    // v has more than hub_edges in-edges: its chunks cover them, not this item
 };
 
-// The items of a window: (window page, destination vertex) pairs. `k` is the page index,
-// advanced as the items a thread takes rise; each of sweep_items' loops restarts it.
+// A hub chunk's item (seraph/hubs.py: `hub_chunks` rows are vertex, first edge, end edge).
+__device__ __forceinline__ Item chunk_item(const long long* hub_chunks, long long id,
+                                           long long shift) {
+    Item it;
+    it.v = hub_chunks[3 * id];
+    it.lo = hub_chunks[3 * id + 1];
+    it.hi = hub_chunks[3 * id + 2];
+    it.shift = shift;
+    it.whole = false;  // a hub is always attempted, like a vertex split across pages
+    it.hub = false;
+    return it;
+}
+
+// The items of a window: (window page, destination vertex) pairs, then the hub chunks of
+// the window's pages. `k` is the page index, advanced as the items a thread takes rise;
+// each of sweep_items' loops restarts it.
 struct WindowItems {
-    const long long *pages, *offsets, *vertex_prefix, *page_first, *indptr;
-    long long page_edges, num_edges;
+    const long long *pages, *offsets, *vertex_prefix, *chunk_prefix, *page_first, *indptr,
+        *page_chunks, *hub_chunks;
+    long long page_edges, num_edges, hub_edges;
     int first_page, end_page, k;
 
     __device__ long long begin() const { return vertex_prefix[first_page]; }
     __device__ long long end() const { return vertex_prefix[end_page]; }
+    __device__ long long chunks_begin() const { return chunk_prefix[first_page]; }
+    __device__ long long chunks_end() const { return chunk_prefix[end_page]; }
     __device__ void restart() { k = first_page; }
     __device__ __forceinline__ Item operator()(long long item) {
         while (vertex_prefix[k + 1] <= item) ++k;
@@ -101,19 +120,28 @@ struct WindowItems {
         it.hi = min(row_hi, base + length);
         it.shift = offsets[k] - base;
         it.whole = row_lo >= base && row_hi <= base + length;
+        it.hub = row_hi - row_lo > hub_edges;
         return it;
+    }
+    __device__ __forceinline__ Item chunk(long long c) {
+        while (chunk_prefix[k + 1] <= c) ++k;
+        const long long page = pages[k];
+        return chunk_item(hub_chunks, page_chunks[page] + (c - chunk_prefix[k]),
+                          offsets[k] - page * page_edges);
     }
 };
 
-// The items of a bottom-up round: every vertex with all of its in-edges, read in place
-// from an `indices` array that holds the whole CSC (the host's, mapped into the device's
-// address space, or the resident pages).
+// The items of a bottom-up round: every vertex with all of its in-edges, then every hub
+// chunk, read in place from an `indices` array that holds the whole CSC (the host's,
+// mapped into the device's address space, or the resident pages).
 struct VertexItems {
-    const long long* indptr;
-    long long num_vertices;
+    const long long *indptr, *hub_chunks;
+    long long num_vertices, num_chunks, hub_edges;
 
     __device__ long long begin() const { return 0; }
     __device__ long long end() const { return num_vertices; }
+    __device__ long long chunks_begin() const { return 0; }
+    __device__ long long chunks_end() const { return num_chunks; }
     __device__ void restart() {}
     __device__ __forceinline__ Item operator()(long long v) const {
         Item it;
@@ -122,7 +150,11 @@ struct VertexItems {
         it.hi = indptr[v + 1];
         it.shift = 0;
         it.whole = true;
+        it.hub = it.hi - it.lo > hub_edges;
         return it;
+    }
+    __device__ __forceinline__ Item chunk(long long c) const {
+        return chunk_item(hub_chunks, c, 0);
     }
 };
 
@@ -172,12 +204,12 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
     if (predictor == PRED_WEAK) states[v] = sh.table[(success ? 1 : 2) * num_states + state];
 }
 
-// One sweep over `items` (a window's pages, or every vertex), in two parts for power-law
-// in-degrees. Light items (at most `heavy_edges` in-edges: nearly all of them) go to
-// groups of `light_lanes` lanes, so a warp pulls several small vertices at once instead of
-// idling most lanes on one. Then every warp scans 32 items at a time and pulls each heavy
-// one it finds with all 32 lanes, so a hub's in-edges are shared by a warp and not
-// serialised on a few lanes.
+// One sweep over `items` (a window's pages, or every vertex), in three parts for
+// power-law in-degrees. Light items (at most `heavy_edges` in-edges: nearly all of them)
+// go to groups of `light_lanes` lanes, so a warp pulls several small vertices at once
+// instead of idling most lanes on one. Then every warp scans 32 items at a time and pulls
+// each heavy one it finds with all 32 lanes, so its in-edges are not serialised on a few
+// lanes. Last, each warp pulls hub chunks, so a hub's in-edges are spread over many warps.
 template <typename V, typename Items>
 __device__ void sweep_items(
     SweepShared<V>& sh, Items items, const int* __restrict__ indices,
@@ -200,7 +232,7 @@ __device__ void sweep_items(
     for (long long item = begin + thread / light_lanes; item < end;
          item += num_threads / light_lanes) {
         const Item it = items(item);
-        if (it.lo >= it.hi || it.hi - it.lo > heavy_edges) continue;
+        if (it.lo >= it.hi || it.hub || it.hi - it.lo > heavy_edges) continue;
         PULL(it, glane, light_lanes, group_mask);
     }
 
@@ -210,7 +242,7 @@ __device__ void sweep_items(
         bool heavy = false;
         if (first + lane < end) {
             mine = items(first + lane);
-            heavy = mine.hi - mine.lo > heavy_edges;
+            heavy = !mine.hub && mine.hi - mine.lo > heavy_edges;
         }
         for (unsigned found = __ballot_sync(0xffffffffu, heavy); found; found &= found - 1) {
             const int src = __ffs(found) - 1;
@@ -223,47 +255,50 @@ __device__ void sweep_items(
             PULL(it, lane, 32, 0xffffffffu);
         }
     }
-#undef PULL
-}
 
-// The window's pages [first_page, end_page).
-template <typename V>
-__device__ void sweep_window(
-    SweepShared<V>& sh, const long long* __restrict__ pages,
-    const long long* __restrict__ offsets, const long long* __restrict__ vertex_prefix,
-    const long long* __restrict__ page_first, long long page_edges,
-    long long num_edges, const long long* __restrict__ indptr, const int* __restrict__ indices,
-    const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
-    int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
-    int block_shift, long long epoch, int first_page, int end_page, int light_lanes,
-    long long heavy_edges) {
-    const WindowItems items{pages, offsets, vertex_prefix, page_first, indptr, page_edges,
-                            num_edges, first_page, end_page, first_page};
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, predictor, threshold,
-                   num_states, states, changed, block_epoch, block_shift, epoch, light_lanes,
-                   heavy_edges);
+    items.restart();
+    for (long long c = items.chunks_begin() + (thread >> 5); c < items.chunks_end();
+         c += num_threads >> 5) {
+        PULL(items.chunk(c), lane, 32, 0xffffffffu);
+    }
+#undef PULL
 }
 
 #define PULL_ARGS                                                                            \
     const long long *pages, const long long *offsets, const long long *vertex_prefix,        \
-        int num_window_pages, const long long *page_first, long long page_edges,             \
-        long long num_edges, const long long *indptr, const int *indices,                    \
-        const float *weights
+        const long long *chunk_prefix, int num_window_pages, const long long *page_first,    \
+        long long page_edges, long long num_edges, const long long *indptr,                  \
+        const long long *page_chunks, const long long *hub_chunks, long long hub_edges,      \
+        const int *indices, const float *weights
 #define PULL_TAIL                                                                            \
     const unsigned char *table, int num_states, unsigned char *states, unsigned char *changed, \
         long long *block_epoch, int block_shift, long long epoch, unsigned long long *counters, \
         int light_lanes, long long heavy_edges
-#define SWEEP_CALL(EPOCH, FIRST, END)                                                        \
-    sh, pages, offsets, vertex_prefix, page_first, page_edges, num_edges,                    \
-        indptr, indices, weights, values, mode, inf, predictor, threshold, num_states, states, \
-        changed, block_epoch, block_shift, EPOCH, FIRST, END, light_lanes, heavy_edges
+// The window's items, from the kernel's arguments (before a sweep names its pages).
+#define WINDOW_ITEMS                                                                         \
+    WindowItems {                                                                            \
+        pages, offsets, vertex_prefix, chunk_prefix, page_first, indptr, page_chunks,        \
+            hub_chunks, page_edges, num_edges, hub_edges, 0, 0, 0                            \
+    }
+// sweep_items' arguments after the items, for a sweep that marks its changes with EPOCH.
+#define SWEEP_TAIL(EPOCH)                                                                    \
+    indices, weights, values, mode, inf, predictor, threshold, num_states, states, changed,  \
+        block_epoch, block_shift, EPOCH, light_lanes, heavy_edges
+
+// The window's pages [first, end).
+__device__ __forceinline__ WindowItems window_pages(WindowItems items, int first, int end) {
+    items.first_page = first;
+    items.end_page = end;
+    items.k = first;
+    return items;
+}
 
 template <typename V>
 __device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor, V threshold,
                           PULL_TAIL, V* min_written) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, table, num_states, predictor, inf);
-    sweep_window<V>(SWEEP_CALL(epoch, 0, num_window_pages));
+    sweep_items<V>(sh, window_pages(WINDOW_ITEMS, 0, num_window_pages), SWEEP_TAIL(epoch));
     flush_shared(sh, counters, min_written, inf);
 }
 
@@ -283,7 +318,8 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
     for (long long unit = 0;; ++unit) {
         const int pass = (int)(unit / num_window_pages);
         const int page = (int)(unit % num_window_pages);
-        sweep_window<V>(SWEEP_CALL(epoch + pass, page, page + 1));
+        sweep_items<V>(sh, window_pages(WINDOW_ITEMS, page, page + 1),
+                       SWEEP_TAIL(epoch + pass));
         flush_shared(sh, counters, min_written, inf);
         grid.sync();  // every block's updates and counts of this page are visible
         if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -309,50 +345,50 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
 // edges of the few vertices it attempts and no page moves.
 template <typename V>
 __device__ void pull_unsettled(const long long* indptr, long long num_vertices,
-                               const int* indices, const float* weights, V* values, int mode,
-                               V inf, V threshold, unsigned char* changed,
+                               const long long* hub_chunks, long long num_chunks,
+                               long long hub_edges, const int* indices, const float* weights,
+                               V* values, int mode, V inf, V threshold, unsigned char* changed,
                                long long* block_epoch, int block_shift, long long epoch,
                                unsigned long long* counters, int light_lanes,
                                long long heavy_edges, V* min_written) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
-    const VertexItems items{indptr, num_vertices};
+    const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
     sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG, threshold, 0,
                    nullptr, changed, block_epoch, block_shift, epoch, light_lanes,
                    heavy_edges);
     flush_shared(sh, counters, min_written, inf);
 }
 
+#define PULL_CALL                                                                            \
+    pages, offsets, vertex_prefix, chunk_prefix, num_window_pages, page_first, page_edges,   \
+        num_edges, indptr, page_chunks, hub_chunks, hub_edges, indices, weights, values,     \
+        mode, inf, predictor, threshold, table, num_states, states, changed, block_epoch,    \
+        block_shift, epoch, counters, light_lanes, heavy_edges, min_written
 #define ENTRY_POINTS(SUFFIX, V)                                                              \
     extern "C" __global__ void pull_window_##SUFFIX(PULL_ARGS, V *values, int mode, V inf,   \
                                                     int predictor, V threshold, PULL_TAIL,   \
                                                     V *min_written) {                        \
-        pull_once<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,            \
-                     page_edges, num_edges, indptr, indices, weights, values, mode, inf,     \
-                     predictor, threshold, table, num_states, states, changed, block_epoch,  \
-                     block_shift, epoch, counters, light_lanes, heavy_edges, min_written);   \
+        pull_once<V>(PULL_CALL);                                                             \
     }                                                                                        \
     extern "C" __global__ void pull_persistent_##SUFFIX(                                     \
         PULL_ARGS, V *values, int mode, V inf, int predictor, V threshold, PULL_TAIL,        \
         V *min_written, int max_sweeps, const long long *landed_seq, int incoming_slot,      \
         long long expected_seq, int mandatory, int *control) {                               \
-        pull_persistent<V>(pages, offsets, vertex_prefix, num_window_pages, page_first,      \
-                           page_edges, num_edges, indptr, indices, weights, values, mode,    \
-                           inf, predictor, threshold, table, num_states, states, changed,    \
-                           block_epoch, block_shift, epoch, counters, light_lanes,           \
-                           heavy_edges, min_written,                                         \
-                           max_sweeps, landed_seq, incoming_slot, expected_seq, mandatory,   \
-                           control);                                                         \
+        pull_persistent<V>(PULL_CALL, max_sweeps, landed_seq, incoming_slot, expected_seq,   \
+                           mandatory, control);                                              \
     }                                                                                        \
     extern "C" __global__ void pull_unsettled_##SUFFIX(                                      \
-        const long long *indptr, long long num_vertices, const int *indices,                 \
-        const float *weights, V *values, int mode, V inf, V threshold,                       \
-        unsigned char *changed, long long *block_epoch, int block_shift, long long epoch,    \
+        const long long *indptr, long long num_vertices, const long long *hub_chunks,        \
+        long long num_chunks, long long hub_edges, const int *indices, const float *weights, \
+        V *values, int mode, V inf, V threshold, unsigned char *changed,                     \
+        long long *block_epoch, int block_shift, long long epoch,                            \
         unsigned long long *counters, int light_lanes, long long heavy_edges,                \
         V *min_written) {                                                                    \
-        pull_unsettled<V>(indptr, num_vertices, indices, weights, values, mode, inf,         \
-                          threshold, changed, block_epoch, block_shift, epoch, counters,     \
-                          light_lanes, heavy_edges, min_written);                            \
+        pull_unsettled<V>(indptr, num_vertices, hub_chunks, num_chunks, hub_edges, indices,  \
+                          weights, values, mode, inf, threshold, changed, block_epoch,       \
+                          block_shift, epoch, counters, light_lanes, heavy_edges,            \
+                          min_written);                                                      \
     }
 
 ENTRY_POINTS(i32, int)
