@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seraph.algorithms import BFS, CC, SSSP, Algorithm
+from seraph.algorithms import BFS, CC, REACH, SSSP, Algorithm
 from seraph.errors import ConfigError, DeviceError, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
@@ -162,12 +162,18 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
+    hub = _components_hub(graph, algorithm, layout, config)
+    if hub is not None:
+        algorithm, source = REACH, hub
     backend = _make_backend(device, config, graph, algorithm, layout, table, initial_state)
     try:
         backend.init_values(source)
         run = Run(graph, algorithm, backend, config, predictor, stats, trace)
         stats.setup_time = time.perf_counter() - start
-        run.execute(algorithm.initial_frontier(source))
+        if hub is not None:
+            run.components_from_hub(hub)
+        else:
+            run.execute(algorithm.initial_frontier(source))
         done = time.perf_counter()
         values = backend.result()
         stats.readback_time = time.perf_counter() - done
@@ -180,6 +186,20 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     stats.finish(time.perf_counter() - start, graph.num_edges * layout.slot_bytes
                  // max(1, graph.page_edges))
     return values, stats, trace
+
+
+def _components_hub(graph: Graph, algorithm: Algorithm, layout, config: EngineConfig
+                     ) -> int | None:
+    """The vertex CC starts from (:meth:`Run.components_from_hub`: its highest out-degree
+    vertex), or None for plain min-label propagation: when no page moves a dense round
+    costs little and spreads every label at once, and the ``single`` schedule is the
+    plain full-pass baseline."""
+    if algorithm is not CC or layout.resident or config.schedule == "single" or \
+            graph.num_vertices == 0:
+        return None
+    from seraph.backends.base import out_degrees
+
+    return int(np.argmax(out_degrees(graph)))
 
 
 def _source_index(graph: Graph, source) -> int:

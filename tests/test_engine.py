@@ -26,6 +26,7 @@ import seraph
 from seraph.backends.base import Layout
 from seraph.backends.cpu_kernels import SERIAL_EDGES, page_source_blocks, pages_active
 from seraph.graph import Graph
+from seraph.scheduler import Run
 
 SCHEDULES = ("pipelined", "reentry", "single")
 #: "sleepy" is a valid but bad weak diagram: a vertex sleeps 20 sweeps after any failure.
@@ -627,3 +628,35 @@ def test_activity_summary_matches_its_definition(seed, num_blocks, page_edges):
                 for u in indices[p * page_edges:(p + 1) * page_edges]) for p in pages]
     got = pages_active(pages.astype(np.int64), bits, block_epoch, processed)
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize("alpha", [0.0, 20.0, 1000.0])
+@pytest.mark.parametrize("predictor", ["strong", "weak", "none"])
+def test_paged_cc_labels_the_hubs_component_first(monkeypatch, device, alpha, predictor):
+    """Paged CC reaches the highest out-degree vertex's component first, then labels the
+    rest (Run.components_from_hub); resident and single-schedule CC do not. The hub's
+    component (a star on 50 with a tail) has larger ids than a long chain, a self-loop, a
+    duplicated edge and isolated vertices, and its smallest id is a leaf."""
+    calls = []
+    original = Run.components_from_hub
+    monkeypatch.setattr(Run, "components_from_hub",
+                        lambda run, hub: (calls.append(hub), original(run, hub))[1])
+    star = [(50, v) for v in (*range(40, 50), *range(51, 60))] + [(59, 70), (70, 71)]
+    chain = [(v, v + 1) for v in range(12)]
+    extra = [(20, 20), (21, 22), (21, 22), (30, 31)]
+    src, dst = np.array(star + chain + extra).T
+    graph = Graph.from_edges(src, dst, num_vertices=80, symmetrize=True, page_edges=4)
+    want = expected("cc", Edges(80, tuple(src.tolist()), tuple(dst.tolist()),
+                                symmetric=True), 0)
+    weak = predictor == "weak"
+    for schedule, memory, seeded in (("pipelined", budget(graph, 3, weak, "cc"), True),
+                                     ("reentry", budget(graph, 2, weak, "cc"), True),
+                                     ("pipelined", None, False),
+                                     ("single", budget(graph, 2, weak, "cc"), False)):
+        calls.clear()
+        res = seraph.connected_components(graph, device=device, schedule=schedule,
+                                          device_memory=memory, push_alpha=alpha,
+                                          predictor=predictor)
+        np.testing.assert_array_equal(res.labels, want)
+        assert res.num_components == len(np.unique(want))
+        assert calls == ([50] if seeded else [])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seraph import hubs
+from seraph.backends.cpu_kernels import label_from_reach
 from seraph.errors import DeviceError
 from seraph.predictors import OWES
 from seraph.push import Scratch, push_until
@@ -279,6 +280,15 @@ class Backend(ABC):
         minimum = values[res.frontier].min() if len(res.frontier) else alg.inf
         return PushOutcome(res.frontier, res.rounds, res.edges_pushed, len(res.changed),
                            minimum)
+
+    def label_unreached(self) -> np.ndarray:
+        """After a reach from a hub: the labels of :func:`~seraph.backends.cpu_kernels.
+        label_from_reach`, made on the host (the values cross PCIe twice on a GPU, about
+        40 ms at 2**26 vertices); returns the unreached vertices with out-edges."""
+        values = self.host_values()
+        spreading = label_from_reach(values, out_degrees(self.graph), self.algorithm.inf)
+        self.set_values(values)
+        return spreading
 
     @abstractmethod
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None: ...

@@ -182,6 +182,24 @@ def blocks_of(vertices, block_shift, num_blocks):
 
 
 @njit(cache=True, parallel=True)
+def label_from_reach(values, out_degrees, inf):
+    """In place, after a reach from a hub (:data:`seraph.algorithms.REACH`): every reached
+    vertex takes the smallest reached id, the label of its component, and every other
+    vertex its own id. Returns the unreached vertices with out-edges (ascending), the
+    ones whose labels must still spread."""
+    n = len(values)
+    smallest = 0
+    while smallest < n and values[smallest] == inf:
+        smallest += 1
+    spreads = np.empty(n, dtype=np.bool_)
+    for v in prange(n):
+        unreached = values[v] == inf
+        spreads[v] = unreached and out_degrees[v] > 0
+        values[v] = v if unreached else smallest
+    return np.nonzero(spreads)[0]
+
+
+@njit(cache=True, parallel=True)
 def copy_parallel(dst, src):
     """``dst[:] = src`` on every thread: into fresh pageable memory a copy is bound by
     first-touch page faults, which many threads take in parallel (7x faster than np.copyto
