@@ -283,8 +283,8 @@ class Backend(ABC):
 
     def label_unreached(self) -> np.ndarray:
         """After a reach from a hub: the labels of :func:`~seraph.backends.cpu_kernels.
-        label_from_reach`, made on the host (the values cross PCIe twice on a GPU, about
-        40 ms at 2**26 vertices); returns the unreached vertices with out-edges."""
+        label_from_reach`, made on the host (on a GPU the values cross PCIe both ways,
+        through its pinned buffer); returns the unreached vertices with out-edges."""
         values = self.host_values()
         spreading = label_from_reach(values, out_degrees(self.graph), self.algorithm.inf)
         self.set_values(values)
