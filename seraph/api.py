@@ -258,7 +258,9 @@ def sssp(graph, source: int, *, predecessors: bool = False, config: EngineConfig
 
 def connected_components(graph, *, config: EngineConfig | None = None,
                          **options) -> CCResult:
-    """Connected components of a symmetric graph by min-label propagation."""
+    """Connected components of a symmetric graph by min-label propagation: each vertex is
+    labelled by the smallest vertex id of its component. When pages move, the highest
+    out-degree vertex's component is reached first (see Run.components_from_hub)."""
     g = _as_graph(graph)
     if not g.symmetric:
         raise InputError("connected components need an undirected (symmetric) graph but this "
