@@ -98,7 +98,7 @@ def _pin(graph, array: np.ndarray) -> None:
     """Registers one of the graph's page arrays as pinned, mapped memory, once per graph:
     pinning 8 GiB takes about 0.6 s, too long to repeat in every run. The pages stay
     pinned until the graph is garbage-collected."""
-    pinned = graph.__dict__.setdefault("_engine_cache", {}).setdefault("pinned", set())
+    pinned = graph_cached(graph, "pinned", set)
     ptr = array.ctypes.data
     if array.nbytes == 0 or ptr in pinned:
         return
