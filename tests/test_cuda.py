@@ -100,6 +100,41 @@ def test_push_rounds_on_the_device(symmetric, predictor):
                     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("capacity", [None, 4])
+def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
+    """After paged CC's reach from the hub, the labels are made on the device (reach.cu):
+    the vertices left to spread are the CPU's, or None (every vertex) when they outgrow
+    the device's push lists; the answers are the CPU's either way. The hub's component
+    (a star on 150) has a leaf as its smallest id, after 40 two-vertex components and
+    isolated vertices."""
+    from seraph.backends import cuda
+
+    if capacity:
+        monkeypatch.setattr(cuda, "frontier_capacity", lambda n: capacity)
+    spread = []
+    original = cuda.CudaBackend.label_unreached
+    monkeypatch.setattr(cuda.CudaBackend, "label_unreached",
+                        lambda backend: (spread.append(original(backend)), spread[-1])[1])
+    star = [(150, v) for v in range(101, 200) if v != 150]
+    pairs = [(2 * k, 2 * k + 1) for k in range(40)]
+    src, dst = np.array(star + pairs).T
+    graph = seraph.Graph.from_edges(src, dst, num_vertices=200, symmetrize=True,
+                                    page_edges=16)
+    memory = budgets(graph, False)[1]
+    want = seraph.connected_components(graph, device="cpu", device_memory=memory).labels
+    assert want[150] == 101 and want[1] == 0
+    for alpha in (0.0, 20.0):
+        spread.clear()
+        got = seraph.connected_components(graph, device="cuda", device_memory=memory,
+                                          push_alpha=alpha).labels
+        np.testing.assert_array_equal(got, want)
+        assert len(spread) == 1
+        if capacity:
+            assert spread[0] is None
+        else:
+            np.testing.assert_array_equal(spread[0], np.arange(80))
+
+
 def test_persistent_kernel_resweeps_windows_on_the_device():
     """A chain needs many sweeps per window: the cooperative kernel runs several passes in
     one launch (reentries counted, trace events with several passes), giving the CPU's

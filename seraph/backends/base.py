@@ -281,10 +281,10 @@ class Backend(ABC):
         return PushOutcome(res.frontier, res.rounds, res.edges_pushed, len(res.changed),
                            minimum)
 
-    def label_unreached(self) -> np.ndarray:
+    def label_unreached(self) -> np.ndarray | None:
         """After a reach from a hub: the labels of :func:`~seraph.backends.cpu_kernels.
-        label_from_reach`, made on the host (on a GPU the values cross PCIe both ways,
-        through its pinned buffer); returns the unreached vertices with out-edges."""
+        label_from_reach`; returns the unreached vertices with out-edges, whose labels
+        must still spread (a backend may return None instead: every vertex)."""
         values = self.host_values()
         spreading = label_from_reach(values, out_degrees(self.graph), self.algorithm.inf)
         self.set_values(values)

@@ -23,6 +23,7 @@ leave the device. ``push_on="host"`` hands push rounds to the CPU push engine in
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from importlib import resources
@@ -513,6 +514,24 @@ class CudaBackend(Backend):
             if self.table is not None:
                 self.states[idx] = self.initial_state | (self.states[idx] & OWES)
         self.mark_blocks(changed, epoch)
+
+    def label_unreached(self) -> np.ndarray | None:
+        """On the device (kernels/reach.cu): only the list of vertices whose labels must
+        still spread crosses PCIe, or nothing when it outgrows the push lists (None: every
+        vertex, which plain CC also converges from)."""
+        alg, n = self.algorithm, self.graph.num_vertices
+        inf = alg.dtype.type(alg.inf)
+        label = _kernels("reach.cu").get_function("label_from_reach")
+        with self.compute_stream:
+            # Ties go to the first index, as in numpy: the smallest reached id.
+            smallest = cp.argmax(self.values != inf)
+            self.changed.fill(0)  # a dense round's flags, left when no push followed it
+            label((self._blocks(n),), (_THREADS,),
+                  (self.values, inf, smallest, self._out_indptr, np.int64(n), self.changed))
+        spreading = self.take_changed(math.inf)
+        if spreading is None:
+            return None
+        return np.sort(spreading.get(stream=self.compute_stream)).astype(np.int64)
 
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
         blocks = blocks_of(vertices, self.layout.block_shift, self.layout.num_blocks)
