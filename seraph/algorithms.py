@@ -56,7 +56,10 @@ class Algorithm:
 
 BFS = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True)
 CC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False)
-SSSP = Algorithm("sssp", STORED, MIN_CHANGED, "weak", needs_source=True)
+#: SSSP's default is the strong rule, not the paper's weak diagram (still one option away):
+#: the weak predictor's skips void the strong proofs, so no vertex counts as settled, no
+#: bottom-up round can run, and late updates keep the threshold low (docs/engine.md).
+SSSP = Algorithm("sssp", STORED, MIN_CHANGED, "strong", needs_source=True)
 #: CC's first phase when pages move (:meth:`seraph.scheduler.Run.components_from_hub`): the
 #: hub's component, found as BFS finds its levels. CC's kernels and strong rule, but the
 #: values start at infinity with 0 at the hub, so a reached vertex holds 0, provably final.
