@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from scipy.sparse import csgraph
 from test_predictors import SLEEPY_TOML
 
 import seraph
+from seraph import scheduler
 from seraph.backends.base import Layout
 from seraph.backends.cpu_kernels import SERIAL_EDGES, page_source_blocks, pages_active
 from seraph.graph import Graph
@@ -264,6 +266,20 @@ def test_sssp_distances_equal_scipy(case, cfg, sleepy, device):
 @given(case=inputs(weighted=False, symmetric=True), cfg=configs)
 def test_cc_labels_equal_scipy(case, cfg, sleepy, device):
     check_run("cc", *case, cfg, sleepy, device)
+
+
+@HYPOTHESIS
+@given(data=st.data(), cfg=configs, algorithm=st.sampled_from(ALGORITHMS),
+       share=st.sampled_from([0.0, 0.1, 0.5, 1.0]))
+def test_answers_do_not_depend_on_the_bottom_up_limit(data, cfg, algorithm, share, sleepy,
+                                                      device):
+    """The bottom-up limit only chooses between rounds that are each exact: none at all, a
+    tenth, half (a GPU's whose pages move) or all of the edges give scipy's answers."""
+    case = data.draw(inputs(weighted=algorithm == "sssp",
+                            symmetric=True if algorithm == "cc" else None))
+    limit = lambda backend, push_limit, num_edges: share * num_edges  # noqa: E731
+    with mock.patch.object(scheduler, "bottom_up_edge_limit", limit):
+        check_run(algorithm, *case, cfg, sleepy, device)
 
 
 # -- the full cross product on fixed graphs -------------------------------------------------
