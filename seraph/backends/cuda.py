@@ -23,7 +23,6 @@ leave the device. ``push_on="host"`` hands push rounds to the CPU push engine in
 
 from __future__ import annotations
 
-import math
 import time
 import weakref
 from importlib import resources
@@ -523,12 +522,16 @@ class CudaBackend(Backend):
         inf = alg.dtype.type(alg.inf)
         label = _kernels("reach.cu").get_function("label_from_reach")
         with self.compute_stream:
-            # Ties go to the first index, as in numpy: the smallest reached id.
-            smallest = cp.argmax(self.values != inf)
-            self.changed.fill(0)  # a dense round's flags, left when no push followed it
+            # The reached mask is built in the changed flags, which the budget already
+            # counts, and cleared at once (a dense round's flags may be left there when no
+            # push followed it). Ties go to the first index: the smallest reached id.
+            reached = self.changed.view(cp.bool_)
+            cp.not_equal(self.values, inf, out=reached)
+            smallest = cp.argmax(reached)
+            self.changed.fill(0)
             label((self._blocks(n),), (_THREADS,),
                   (self.values, inf, smallest, self._out_indptr, np.int64(n), self.changed))
-        spreading = self.take_changed(math.inf)
+        spreading = self.take_changed(np.inf)
         if spreading is None:
             return None
         return np.sort(spreading.get(stream=self.compute_stream)).astype(np.int64)
