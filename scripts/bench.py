@@ -201,12 +201,13 @@ def compare(spec: GraphSpec, graph, repeat: int, networkit: bool) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- the ablation
-def paged_budget(graph, weak: bool, alg: str) -> int:
+def paged_budget(graph, predictor: str, alg: str) -> int:
     """A device budget holding the vertex state and a quarter of the pages (at least 2);
     only SSSP's pages carry weights."""
+    from seraph.algorithms import ALGORITHMS as SPECS
     from seraph.backends.base import Layout
 
-    layout = Layout.plan(graph, weak, None, weights=alg == "sssp")
+    layout = Layout.for_run(graph, SPECS[alg], predictor, None)
     slots = max(2, math.ceil(PAGED_FRACTION * graph.num_pages))
     return layout.state_bytes + slots * layout.slot_bytes
 
@@ -229,7 +230,7 @@ def ablation(spec: GraphSpec, graph, repeat: int) -> list[dict]:
         verified = None  # the first answer, checked against scipy; the rest must equal it
         for paged in (False, True):
             for schedule, predictor in ablation_configs(paged):
-                budget = paged_budget(graph, predictor == "weak", alg) if paged else None
+                budget = paged_budget(graph, predictor, alg) if paged else None
                 print(f"[bench] ablation {spec.name}: {alg} {schedule} {predictor} "
                       f"{'paged' if paged else 'resident'}", file=sys.stderr, flush=True)
                 seconds, (values, stats) = benchlib.best_time(
@@ -266,7 +267,7 @@ def case_compile() -> dict:
     for alg in ALGORITHMS:
         times[alg], _ = benchlib.timed(lambda a=alg: [
             run_seraph(graph, a, 0, schedule=s, predictor=p,
-                       device_memory=paged_budget(graph, p == "weak", a) if paged else None)
+                       device_memory=paged_budget(graph, p, a) if paged else None)
             for paged in (False, True) for s, p in ablation_configs(paged)])
     return {"seconds": sum(times.values()), "parts": times}
 

@@ -490,20 +490,15 @@ def warm_page_summary(graph) -> float | None:
 
 
 def resident_layout(graph, alg: str, schedule: str):
-    """The engine's Layout of a run with no budget: its vertex state bytes and its slot
-    bytes (whether the algorithm's pages carry weights is the engine's call: newer engines
-    leave them behind for BFS and CC)."""
+    """The engine's Layout of a run with no budget under the schedule's default
+    predictor: its vertex state bytes and its slot bytes."""
     import seraph
     from seraph.algorithms import ALGORITHMS as SPECS
     from seraph.backends.base import Layout
-    from seraph.semiring import STORED
 
     spec = SPECS[alg]
-    weak = seraph.make_config(schedule=schedule).resolved_predictor(spec) == "weak"
-    try:
-        return Layout.plan(graph, weak, None, weights=spec.weight_mode == STORED)
-    except TypeError:  # an engine whose pages always carry the weights
-        return Layout.plan(graph, weak, None)
+    predictor = seraph.make_config(schedule=schedule).resolved_predictor(spec)
+    return Layout.for_run(graph, spec, predictor, None)
 
 
 def pass_bytes(graph, alg: str) -> int:

@@ -21,6 +21,7 @@ import numpy as np
 import seraph
 from partitioner import generators
 from partitioner.writer import Options, write_store
+from seraph.algorithms import ALGORITHMS
 from seraph.backends.base import Layout
 from seraph.backends.cuda import CudaBackend
 
@@ -53,7 +54,7 @@ def main() -> None:
                 "sssp": lambda **o: seraph.sssp(graph, hub, **o).stats}
         configs = []
         for name in runs:
-            layout = Layout.plan(graph, name == "sssp", None, weights=name == "sssp")
+            layout = Layout.for_run(graph, ALGORITHMS[name], "strong", None)  # the default
             quarter = layout.state_bytes + graph.num_pages // 4 * layout.slot_bytes
             configs += [(name, "resident", {}), (name, "paged", {"device_memory": quarter}),
                         (name, "single", {"device_memory": quarter, "schedule": "single"})]

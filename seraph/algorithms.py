@@ -37,6 +37,12 @@ class Algorithm:
         return value_dtype(self.weight_mode)
 
     @property
+    def lightest_in_rule(self) -> bool:
+        """Whether the strong rule may add each vertex's lightest in-edge
+        (:mod:`seraph.lightest`): distances over stored weights, as SSSP's."""
+        return self.weight_mode == STORED and self.strong_rule == MIN_CHANGED
+
+    @property
     def inf(self):
         return infinity(self.weight_mode)
 

@@ -22,7 +22,6 @@ from seraph.errors import ConfigError, DeviceError, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig, Run
-from seraph.semiring import STORED
 from seraph.stats import RunStats, Trace
 from seraph.units import parse_size
 
@@ -155,8 +154,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         from seraph.backends.cuda import default_budget
 
         budget = default_budget(graph)
-    layout = Layout.plan(graph, predictor == "weak", budget,
-                         weights=algorithm.weight_mode == STORED)
+    layout = Layout.for_run(graph, algorithm, predictor, budget)
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,
                      predictor=predictor, num_vertices=graph.num_vertices,
                      num_edges=graph.num_edges, num_pages=graph.num_pages,

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu_kernels import relax
+from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.push import GRAIN_EDGES, round_pieces
 
 #: Vertices per chunk when looking for the unsettled ones (one prange iteration each).
@@ -27,16 +28,17 @@ _SCAN_CHUNK = 1 << 16
 _LOOK_EVERY = 4096
 
 
-def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int
-              ) -> np.ndarray | None:
-    """The vertices with in-edges whose value is above ``threshold`` (ascending int64), or
-    None when their in-edges number ``limit`` or more."""
+def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
+              lightest: LightestIn = NO_BOUND) -> np.ndarray | None:
+    """The vertices with in-edges that the strong rule does not prove final (ascending
+    int64; :func:`seraph.lightest.proven`), or None when their in-edges number ``limit``
+    or more."""
     chunks = max(1, -(-len(values) // _SCAN_CHUNK))
-    counts, edges = _count_unsettled(values, indptr, values.dtype.type(threshold), limit,
-                                     chunks)
+    threshold = values.dtype.type(threshold)
+    counts, edges = _count_unsettled(values, indptr, threshold, *lightest, limit, chunks)
     if edges.sum() >= limit:
         return None
-    return _list_unsettled(values, indptr, values.dtype.type(threshold), counts)
+    return _list_unsettled(values, indptr, threshold, *lightest, counts)
 
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
@@ -61,7 +63,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
 
 
 @njit(cache=True, parallel=True)
-def _count_unsettled(values, indptr, threshold, limit, chunks):
+def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks):
     """Per chunk of vertices: how many are unsettled and their in-edges. Every
     ``_LOOK_EVERY`` vertices a chunk adds up all chunks' edges so far and stops once they
     reach ``limit``: the caller then only needs to know that the total is that high. (The
@@ -72,7 +74,8 @@ def _count_unsettled(values, indptr, threshold, limit, chunks):
     for c in prange(chunks):
         for v in range(n * c // chunks, n * (c + 1) // chunks):
             # The value first: most vertices are settled, and their indptr stays unread.
-            if values[v] > threshold and indptr[v + 1] > indptr[v]:
+            if not proven(values[v], threshold, light_codes, light_unit, v) and \
+                    indptr[v + 1] > indptr[v]:
                 counts[c] += 1
                 edges[c] += indptr[v + 1] - indptr[v]
             if v % _LOOK_EVERY == 0 and edges.sum() >= limit:
@@ -81,7 +84,7 @@ def _count_unsettled(values, indptr, threshold, limit, chunks):
 
 
 @njit(cache=True, parallel=True)
-def _list_unsettled(values, indptr, threshold, counts):
+def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     n, chunks = len(values), len(counts)
     starts = np.zeros(chunks + 1, dtype=np.int64)
     starts[1:] = np.cumsum(counts)
@@ -89,7 +92,8 @@ def _list_unsettled(values, indptr, threshold, counts):
     for c in prange(chunks):
         k = starts[c]
         for v in range(n * c // chunks, n * (c + 1) // chunks):
-            if values[v] > threshold and indptr[v + 1] > indptr[v]:
+            if not proven(values[v], threshold, light_codes, light_unit, v) and \
+                    indptr[v + 1] > indptr[v]:
                 out[k] = v
                 k += 1
     return out

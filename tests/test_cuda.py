@@ -28,7 +28,7 @@ def random_graph(seed: int, n: int, m: int, page_edges: int) -> seraph.Graph:
 
 
 def budgets(graph: seraph.Graph, weak: bool) -> list[int | None]:
-    layout = Layout.plan(graph, weak, None)
+    layout = Layout.plan(graph, weak, None, lightest=not weak)  # room for SSSP's bytes
     return [None, layout.state_bytes + 2 * layout.slot_bytes,
             layout.state_bytes + 3 * layout.slot_bytes]
 
@@ -80,7 +80,7 @@ def test_push_rounds_on_the_device(symmetric, predictor):
     hub, light = int(np.argmax(degrees)), int(np.flatnonzero(degrees == 1)[0])
     levels = seraph.bfs(graph, hub, device="cpu").levels
     assert np.bincount(levels[levels >= 0]).max() > frontier_capacity(graph.num_vertices)
-    layout = Layout.plan(graph, predictor == "weak", None)
+    layout = Layout.plan(graph, predictor == "weak", None, lightest=predictor == "strong")
     for budget in (None, layout.state_bytes + 4 * 2 * layout.slot_bytes):
         for alpha in (1.0, 20.0):
             opts = dict(device_memory=budget, predictor=predictor, push_alpha=alpha)

@@ -131,20 +131,27 @@ class Config:
         if self.predictor == "sleepy":
             opts["diagram"] = str(sleepy)
         if self.slots is not None:
-            opts["device_memory"] = budget(graph, self.slots, self.weak, algorithm)
+            opts["device_memory"] = budget(graph, self.slots, self.weak, algorithm,
+                                           self.strong)
         return opts
 
+    @property
+    def strong(self) -> bool:
+        return self.schedule != "single" and self.predictor == "strong"
 
-def budget(graph: Graph, slots: int, weak: bool, algorithm: str) -> int:
+
+def budget(graph: Graph, slots: int, weak: bool, algorithm: str, strong: bool = False) -> int:
     """Bytes for the vertex state plus ``slots`` page slots: per vertex a value (4),
-    changed flag (1) and weak state (1); the CSC indptr and, for a directed graph, the
-    CSR one (8 (n + 1) each); an epoch (8) per source block; and the push frontier's two
-    int32 lists and int64 offsets for every vertex of these small graphs (+ 1 offset). A
-    slot holds a page's indices (4 bytes an edge), and its weights (4) for SSSP only."""
+    changed flag (1), weak state (1) and, for SSSP under the strong predictor, the lightest
+    in-edge (1); the CSC indptr and, for a directed graph, the CSR one (8 (n + 1) each); an
+    epoch (8) per source block; and the push frontier's two int32 lists and int64 offsets
+    for every vertex of these small graphs (+ 1 offset). A slot holds a page's indices (4
+    bytes an edge), and its weights (4) for SSSP only."""
     n, blocks = graph.num_vertices, Layout.plan(graph, weak, None).num_blocks
     indptrs = 1 if graph.symmetric else 2
-    state = n * (4 + 1 + weak) + indptrs * 8 * (n + 1) + blocks * 8 + 16 * n + 8
     weights = algorithm == "sssp" and graph.weighted
+    lightest = weights and strong
+    state = n * (4 + 1 + weak + lightest) + indptrs * 8 * (n + 1) + blocks * 8 + 16 * n + 8
     return state + slots * graph.page_edges * (8 if weights else 4)
 
 
@@ -610,7 +617,7 @@ def test_only_sssp_moves_weights(device):
     for algorithm in ("bfs", "cc", "sssp"):
         stats = solve(algorithm, graph, 0, dict(device=device, push_alpha=0, predictor="strong",
                                                 device_memory=budget(graph, 3, False,
-                                                                     algorithm))).stats
+                                                                     algorithm, True))).stats
         assert (stats.num_slots, stats.resident) == (3, False)
         moved[algorithm] = stats.bytes_h2d / stats.pages_transferred / graph.page_edges
     assert moved["bfs"] <= 4 and moved["cc"] <= 4 and 6 < moved["sssp"] <= 8

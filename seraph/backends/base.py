@@ -11,8 +11,10 @@ import numpy as np
 from seraph import hubs
 from seraph.backends.cpu_kernels import label_from_reach
 from seraph.errors import DeviceError
+from seraph.lightest import NO_BOUND, LightestIn, lightest_in
 from seraph.predictors import OWES
 from seraph.push import Scratch, push_until
+from seraph.semiring import STORED
 from seraph.units import format_size
 
 #: The most source blocks the activity summary tracks; more blocks are more precise but
@@ -33,6 +35,14 @@ def graph_cached(graph, key, make: Callable[[], object]):
     if key not in cache:
         cache[key] = make()
     return cache[key]
+
+
+def graph_lightest_in(graph) -> LightestIn:
+    """The graph's :func:`seraph.lightest.lightest_in` (built once per graph)."""
+    def build() -> LightestIn:
+        indptr, _indices, weights = graph.csc()
+        return NO_BOUND if weights is None else lightest_in(indptr, weights)
+    return graph_cached(graph, "lightest in", build)
 
 
 def graph_hub_chunks(graph) -> hubs.HubChunks:
@@ -116,14 +126,18 @@ class Layout:
     block_shift: int
     num_blocks: int
     weights: bool  # whether pages carry their weights to the device
+    lightest: bool = False  # whether the strong rule keeps SSSP's lightest in-edge bytes
 
     @classmethod
-    def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None
-             ) -> Layout:
+    def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None,
+             lightest: bool = False) -> Layout:
         """Slots for ``budget`` bytes (None: everything resident). ``weights`` says whether
         the algorithm reads edge weights (default: whenever the graph has them); BFS and CC
-        do not, so their pages move and occupy half the bytes."""
+        do not, so their pages move and occupy half the bytes. ``lightest``: SSSP under the
+        strong predictor, whose rule reads each vertex's lightest in-edge
+        (:mod:`seraph.lightest`, one byte a vertex, when the graph has weights)."""
         weights = graph.weighted if weights is None else weights and graph.weighted
+        lightest = lightest and graph.weighted
         n, pages = graph.num_vertices, graph.num_pages
         block_shift = 0
         while (n >> block_shift) >= MAX_BLOCKS:
@@ -132,14 +146,17 @@ class Layout:
         # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs; a
         # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
         # the device; a symmetric graph's are the CSC's); the push frontier's two lists
-        # and edge offsets; and the hub chunk list (none on a graph without hubs)
+        # and edge offsets; the hub chunk list (none on a graph without hubs); and SSSP's
+        # lightest in-edge, one byte a vertex
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
-        state = n * (4 + 1 + (1 if weak else 0)) + 8 * indptrs * (n + 1) + num_blocks * 8 + \
-            16 * frontier + 8 + graph_hub_chunks(graph).nbytes
+        state = n * (4 + 1 + (1 if weak else 0) + (1 if lightest else 0)) + \
+            8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + 8 + \
+            graph_hub_chunks(graph).nbytes
         slot = graph.page_edges * (8 if weights else 4)
+        fields = (state, slot, block_shift, num_blocks, weights, lightest)
         if budget is None:
-            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)
+            return cls(max(pages, 1), True, *fields)
         needed_slots = min(2, max(pages, 1))
         minimum = state + needed_slots * slot
         if budget < minimum:
@@ -150,8 +167,16 @@ class Layout:
                 f"({minimum} bytes). Raise the budget or preprocess with smaller pages.")
         slots = int((budget - state) // slot)
         if slots >= pages:
-            return cls(max(pages, 1), True, state, slot, block_shift, num_blocks, weights)
-        return cls(slots, False, state, slot, block_shift, num_blocks, weights)
+            return cls(max(pages, 1), True, *fields)
+        return cls(slots, False, *fields)
+
+    @classmethod
+    def for_run(cls, graph, algorithm, predictor: str, budget: int | None) -> Layout:
+        """The layout of a run of ``algorithm`` under ``predictor`` (resolved: ``none``,
+        ``strong`` or ``weak``), as :func:`seraph.api.execute` plans it."""
+        return cls.plan(graph, predictor == "weak", budget,
+                        weights=algorithm.weight_mode == STORED,
+                        lightest=predictor == "strong" and algorithm.lightest_in_rule)
 
 
 def take_owing_pages(xp, states, initial_state, page_first, page_last):
@@ -182,6 +207,13 @@ class Backend(ABC):
         self.table = table  # the weak diagram's packed table, or None
         self.initial_state = np.uint8(initial_state)
         self._scratch: Scratch | None = None
+        self.lightest = graph_lightest_in(graph) if layout.lightest else NO_BOUND
+
+    def strong_bound(self, threshold) -> LightestIn:
+        """What the strong rule adds to ``threshold`` (:func:`seraph.lightest.proven`): each
+        vertex's lightest in-edge for SSSP, once a round has set the threshold; nothing
+        before (-1), when no round stands behind the argument."""
+        return self.lightest if threshold >= 0 else NO_BOUND
 
     def slot_offsets(self, slots, pages) -> np.ndarray:
         """Where each page's first edge sits in the slot arrays: a resident graph's pages

@@ -75,7 +75,8 @@ class CpuBackend(Backend):
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
             self.algorithm.weight_mode, self.algorithm.inf, predictor,
-            self.algorithm.dtype.type(threshold), table, self.states, self.changed,
+            self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
+            self.states, self.changed,
             self.block_epoch, self.layout.block_shift, epoch, self._chunks)
         return SweepResult(*(int(c) for c in counters), minimum)
 
@@ -108,7 +109,8 @@ class CpuBackend(Backend):
         return vertices if edges_below(vertices, out_degrees(self.graph), edge_limit) else None
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
-        vertices = unsettled(self.values, self.indptr, threshold, edge_limit)
+        vertices = unsettled(self.values, self.indptr, threshold, edge_limit,
+                             self.strong_bound(threshold))
         if vertices is None:
             return None
         _indptr, indices, weights = self.graph.csc()

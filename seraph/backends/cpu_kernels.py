@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from seraph.lightest import proven
 from seraph.predictors import weak_record, weak_skip
 from seraph.semiring import STORED, UNIT
 
@@ -48,8 +49,8 @@ def relax(values, indices, weights, lo, hi, best, weight_mode, inf):
 
 @njit(cache=True, nogil=True)
 def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
-                inf, predictor, threshold, table, states, changed, block_epoch, block_shift,
-                epoch, counters, minimum, chunk):
+                inf, predictor, threshold, light_codes, light_unit, table, states, changed,
+                block_epoch, block_shift, epoch, counters, minimum, chunk):
     """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
     best_written = minimum[chunk]
     for v in range(v0, v1):
@@ -58,7 +59,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
         if lo >= hi:
             continue
         old = values[v]
-        if predictor == STRONG and old <= threshold:
+        if predictor == STRONG and proven(old, threshold, light_codes, light_unit, v):
             counters[chunk, SKIPPED_STRONG] += 1
             continue
         # A vertex split across pages always attempts: its state must describe all of its
@@ -84,9 +85,11 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
 
 @njit(cache=True, nogil=True)
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
-                indices, weights, values, weight_mode, inf, predictor, threshold, table, states,
-                changed, block_epoch, block_shift, epoch, num_chunks):
+                indices, weights, values, weight_mode, inf, predictor, threshold, light_codes,
+                light_unit, table, states, changed, block_epoch, block_shift, epoch,
+                num_chunks):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
+    The strong rule's test is :func:`seraph.lightest.proven`.
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
@@ -100,26 +103,27 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         count = last_vertex[p] + 1 - v_first
         if length < SERIAL_EDGES:
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
-                        offsets[k], values, weight_mode, inf, predictor, threshold, table,
-                        states, changed, block_epoch, block_shift, epoch, counters, minimum, 0)
+                        offsets[k], values, weight_mode, inf, predictor, threshold, light_codes,
+                        light_unit, table, states, changed, block_epoch, block_shift, epoch,
+                        counters, minimum, 0)
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
                          indices, weights, offsets[k], values, weight_mode, inf, predictor,
-                         threshold, table, states, changed, block_epoch, block_shift, epoch,
-                         counters, minimum)
+                         threshold, light_codes, light_unit, table, states, changed,
+                         block_epoch, block_shift, epoch, counters, minimum)
     return counters.sum(axis=0), minimum.min()
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
-                 values, weight_mode, inf, predictor, threshold, table, states, changed,
-                 block_epoch, block_shift, epoch, counters, minimum):
+                 values, weight_mode, inf, predictor, threshold, light_codes, light_unit, table,
+                 states, changed, block_epoch, block_shift, epoch, counters, minimum):
     """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
                     length, indptr, indices, weights, offset, values, weight_mode, inf,
-                    predictor, threshold, table, states, changed, block_epoch, block_shift,
-                    epoch, counters, minimum, c)
+                    predictor, threshold, light_codes, light_unit, table, states, changed,
+                    block_epoch, block_shift, epoch, counters, minimum, c)
 
 
 @njit(cache=True, parallel=True)

@@ -148,6 +148,7 @@ class DeviceGraph:
         self.hub_chunks = self.page_chunks = None
         self.indices: cp.ndarray | None = None
         self.weights: cp.ndarray | None = None
+        self.lightest: cp.ndarray | None = None
 
     @staticmethod
     def _upload_pinned(graph, array: np.ndarray, stream: cp.cuda.Stream) -> cp.ndarray:
@@ -161,7 +162,7 @@ class DeviceGraph:
     @property
     def nbytes(self) -> int:
         arrays = (self.indptr, self.page_first, self.page_last, self.hub_chunks,
-                  self.page_chunks, self.indices, self.weights)
+                  self.page_chunks, self.indices, self.weights, self.lightest)
         out = self.out_indptr.nbytes if self.out_indptr is not self.indptr else 0
         return out + sum(a.nbytes for a in arrays if a is not None)
 
@@ -175,6 +176,12 @@ class DeviceGraph:
                                          np.zeros((1, 3), np.int64))
             self.page_chunks = cp.asarray(hubs.page_chunks)
         return hubs
+
+    def hold_lightest(self, codes: np.ndarray) -> cp.ndarray:
+        """SSSP's lightest in-edge bytes (:mod:`seraph.lightest`) on the device."""
+        if self.lightest is None:
+            self.lightest = cp.asarray(codes)
+        return self.lightest
 
     def hold_pages(self, graph, weights: bool, stream: cp.cuda.Stream) -> int:
         """Every page on the device (with its weights if asked); returns the bytes this
@@ -194,7 +201,7 @@ class DeviceGraph:
 
     def release(self) -> None:
         self.indptr = self.out_indptr = self.page_first = self.page_last = None
-        self.hub_chunks = self.page_chunks = None
+        self.hub_chunks = self.page_chunks = self.lightest = None
         self.drop_pages()
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -262,6 +269,11 @@ class CudaBackend(Backend):
             self._ends = cp.zeros(self._capacity + 1, dtype=cp.int64)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
+            self._no_codes = cp.zeros(1, dtype=cp.uint8)
+            self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
+                if self.lightest.unit > 0 else self._no_codes
+            # select.cu's rule for the changed flags: a flag above 0.
+            self._flag_set = (np.uint8(0), self._no_codes, np.float32(0))
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
         self._launch_buffers(num_slots)
         self._totals = cp.zeros(2, dtype=cp.uint64)  # a selection's vertices and edges
@@ -386,7 +398,7 @@ class CudaBackend(Backend):
                 self._page_chunks, self._hub_chunks, np.int64(self._hubs.hub_edges),
                 self.slot_indices, self.slot_weights, self.values,
                 np.int32(alg.weight_mode), alg.dtype.type(alg.inf), np.int32(predictor),
-                alg.dtype.type(threshold), self._d_table, np.int32(self._d_table.shape[1]),
+                *self._strong_args(threshold), self._d_table, np.int32(self._d_table.shape[1]),
                 self.states, self.changed, self.block_epoch,
                 np.int32(self.layout.block_shift), np.int64(epoch), self._counters,
                 np.int32(self.light_lanes), np.int64(self.heavy_edges), self._minimum)
@@ -423,36 +435,44 @@ class CudaBackend(Backend):
         rest), at most ``most`` (default ``_grid``)."""
         return max(1, min(self._grid if most is None else most, -(-threads // _THREADS)))
 
-    def _count_selected(self, value: cp.ndarray, threshold, indptr: cp.ndarray
+    def _strong_args(self, threshold) -> tuple:
+        """The kernels' strong rule (a ``StrongRule``, values.cuh): the threshold and
+        :meth:`strong_bound`'s bytes."""
+        unit = self.strong_bound(threshold).unit
+        codes = self._light_codes if unit > 0 else self._no_codes
+        return self.algorithm.dtype.type(threshold), codes, np.float32(unit)
+
+    def _count_selected(self, value: cp.ndarray, rule: tuple, indptr: cp.ndarray
                         ) -> tuple[int, int]:
-        """The vertices with ``value > threshold`` (select.cu) and their edges by
-        ``indptr``: two numbers cross, not a vertex array."""
+        """The vertices that ``rule`` does not prove (select.cu: the strong rule's
+        :meth:`_strong_args` over the values, or ``_flag_set`` over the changed flags) and
+        their edges by ``indptr``: two numbers cross, not a vertex array."""
         n = self.graph.num_vertices
         kernel = _kernels("select.cu").get_function(f"count_selected_{_SUFFIX[value.dtype]}")
         stream = self.compute_stream
         with stream:
             self._totals.fill(0)
             kernel((self._blocks(n),), (_THREADS,),
-                   (value, value.dtype.type(threshold), indptr, np.int64(n), self._totals))
+                   (value, *rule, indptr, np.int64(n), self._totals))
         _memcpy(self._totals_host.ctypes.data, self._totals.data.ptr, 16,
                 cp.cuda.runtime.memcpyDeviceToHost, stream)
         stream.synchronize()
         return int(self._totals_host[0]), int(self._totals_host[1])
 
-    def _list_selected(self, value: cp.ndarray, threshold, out: cp.ndarray) -> None:
-        """Lists the vertices with ``value > threshold`` into ``out`` (which has room for
-        them all), in no particular order."""
+    def _list_selected(self, value: cp.ndarray, rule: tuple, out: cp.ndarray) -> None:
+        """Lists the vertices :meth:`_count_selected` counts into ``out`` (which has room
+        for them all), in no particular order."""
         kernel = _kernels("select.cu").get_function(f"list_selected_{_SUFFIX[value.dtype]}")
         n = self.graph.num_vertices
         with self.compute_stream:
             self._totals.fill(0)
             kernel((self._blocks(n),), (_THREADS,),
-                   (value, value.dtype.type(threshold), np.int64(n), out, self._totals))
+                   (value, *rule, np.int64(n), out, self._totals))
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
         alg, n = self.algorithm, self.graph.num_vertices
-        threshold = alg.dtype.type(threshold)
-        _vertices, edges = self._count_selected(self.values, threshold, self.indptr)
+        _vertices, edges = self._count_selected(self.values, self._strong_args(threshold),
+                                                self.indptr)
         if edges >= edge_limit:
             return None
         with self.compute_stream:
@@ -461,7 +481,8 @@ class CudaBackend(Backend):
                 self.indptr, np.int64(n), self._hub_chunks, np.int64(len(self._hubs.chunks)),
                 np.int64(self._hubs.hub_edges), self._csc_indices, self._csc_weights,
                 self.values,
-                np.int32(alg.weight_mode), alg.dtype.type(alg.inf), threshold, self.changed,
+                np.int32(alg.weight_mode), alg.dtype.type(alg.inf),
+                *self._strong_args(threshold), self.changed,
                 self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
                 self._counters, np.int32(self.light_lanes), np.int64(self.heavy_edges),
                 self._minimum))
@@ -548,11 +569,11 @@ class CudaBackend(Backend):
     def take_changed(self, edge_limit: float) -> cp.ndarray | None:
         # Counted on the device, and listed there for the push rounds: a dense round's
         # flags (one byte a vertex) never cross.
-        count, edges = self._count_selected(self.changed, 0, self._out_indptr)
+        count, edges = self._count_selected(self.changed, self._flag_set, self._out_indptr)
         vertices = None
         if edges < edge_limit and count <= self._capacity:
             vertices = self._lists[0][:count]
-            self._list_selected(self.changed, 0, vertices)
+            self._list_selected(self.changed, self._flag_set, vertices)
         with self.compute_stream:
             self.changed.fill(0)
         return vertices

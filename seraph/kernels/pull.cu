@@ -15,7 +15,7 @@
 // min is idempotent.
 //
 // Three entry points share the sweep: `pull_unsettled_*` is a bottom-up round (every
-// vertex above the strong threshold pulls its in-edges from the whole CSC, see
+// vertex the strong rule leaves open pulls its in-edges from the whole CSC, see
 // VertexItems), `pull_window_*` sweeps the window once, and
 // `pull_persistent_*` (launched cooperatively, grid no larger than the co-resident blocks)
 // sweeps it again and again, one page at a time with a grid-wide sync after each page.
@@ -164,12 +164,12 @@ template <typename V>
 __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int width,
                             unsigned mask, const int* __restrict__ indices,
                             const float* __restrict__ weights, V* values, int mode, V inf,
-                            int predictor, V threshold, int num_states, unsigned char* states,
-                            unsigned char* changed, long long* block_epoch, int block_shift,
-                            long long epoch) {
+                            int predictor, StrongRule<V> strong, int num_states,
+                            unsigned char* states, unsigned char* changed,
+                            long long* block_epoch, int block_shift, long long epoch) {
     const long long v = it.v;
     const V old = __shfl_sync(mask, values[v], 0, width);
-    if (predictor == PRED_STRONG && old <= threshold) {
+    if (predictor == PRED_STRONG && strong.proven(old, v)) {
         if (glane == 0) atomicAdd(&sh.count[SKIPPED_STRONG], 1ull);
         return;
     }
@@ -213,16 +213,17 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
 template <typename V, typename Items>
 __device__ void sweep_items(
     SweepShared<V>& sh, Items items, const int* __restrict__ indices,
-    const float* __restrict__ weights, V* values, int mode, V inf, int predictor, V threshold,
-    int num_states, unsigned char* states, unsigned char* changed, long long* block_epoch,
-    int block_shift, long long epoch, int light_lanes, long long heavy_edges) {
+    const float* __restrict__ weights, V* values, int mode, V inf, int predictor,
+    StrongRule<V> strong, int num_states, unsigned char* states, unsigned char* changed,
+    long long* block_epoch, int block_shift, long long epoch, int light_lanes,
+    long long heavy_edges) {
     const int lane = threadIdx.x & 31;
     const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long num_threads = (long long)gridDim.x * blockDim.x;
     const long long begin = items.begin(), end = items.end();
 #define PULL(IT, GLANE, WIDTH, MASK)                                                         \
     pull_vertex<V>(sh, IT, GLANE, WIDTH, MASK, indices, weights, values, mode, inf,          \
-                   predictor, threshold, num_states, states, changed, block_epoch,           \
+                   predictor, strong, num_states, states, changed, block_epoch,              \
                    block_shift, epoch)
 
     const int glane = lane & (light_lanes - 1);
@@ -282,7 +283,7 @@ __device__ void sweep_items(
     }
 // sweep_items' arguments after the items, for a sweep that marks its changes with EPOCH.
 #define SWEEP_TAIL(EPOCH)                                                                    \
-    indices, weights, values, mode, inf, predictor, threshold, num_states, states, changed,  \
+    indices, weights, values, mode, inf, predictor, strong, num_states, states, changed,     \
         block_epoch, block_shift, EPOCH, light_lanes, heavy_edges
 
 // The window's pages [first, end).
@@ -294,8 +295,8 @@ __device__ __forceinline__ WindowItems window_pages(WindowItems items, int first
 }
 
 template <typename V>
-__device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor, V threshold,
-                          PULL_TAIL, V* min_written) {
+__device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor,
+                          StrongRule<V> strong, PULL_TAIL, V* min_written) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, table, num_states, predictor, inf);
     sweep_items<V>(sh, window_pages(WINDOW_ITEMS, 0, num_window_pages), SWEEP_TAIL(epoch));
@@ -307,7 +308,7 @@ __device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor, 
 // already pulled.
 template <typename V>
 __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predictor,
-                                V threshold, PULL_TAIL, V* min_written, int max_sweeps,
+                                StrongRule<V> strong, PULL_TAIL, V* min_written, int max_sweeps,
                                 const long long* landed_seq, int incoming_slot,
                                 long long expected_seq, int mandatory, int* control) {
     __shared__ SweepShared<V> sh;
@@ -340,39 +341,44 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
     }
 }
 
-// A bottom-up round (seraph/bottom_up.py): every vertex above the strong threshold pulls
+// A bottom-up round (seraph/bottom_up.py): every vertex the strong rule leaves open pulls
 // all of its in-edges, straight from `indices` (see VertexItems), so the round reads the
 // edges of the few vertices it attempts and no page moves.
 template <typename V>
 __device__ void pull_unsettled(const long long* indptr, long long num_vertices,
                                const long long* hub_chunks, long long num_chunks,
                                long long hub_edges, const int* indices, const float* weights,
-                               V* values, int mode, V inf, V threshold, unsigned char* changed,
-                               long long* block_epoch, int block_shift, long long epoch,
+                               V* values, int mode, V inf, StrongRule<V> strong,
+                               unsigned char* changed, long long* block_epoch,
+                               int block_shift, long long epoch,
                                unsigned long long* counters, int light_lanes,
                                long long heavy_edges, V* min_written) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
     const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG, threshold, 0,
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG, strong, 0,
                    nullptr, changed, block_epoch, block_shift, epoch, light_lanes,
                    heavy_edges);
     flush_shared(sh, counters, min_written, inf);
 }
 
+// The strong rule's kernel arguments (a StrongRule<V>: see values.cuh).
+#define STRONG_ARGS(V) V threshold, const unsigned char *light_codes, float light_unit
 #define PULL_CALL                                                                            \
     pages, offsets, vertex_prefix, chunk_prefix, num_window_pages, page_first, page_edges,   \
         num_edges, indptr, page_chunks, hub_chunks, hub_edges, indices, weights, values,     \
-        mode, inf, predictor, threshold, table, num_states, states, changed, block_epoch,    \
-        block_shift, epoch, counters, light_lanes, heavy_edges, min_written
+        mode, inf, predictor,                                                                \
+        StrongRule<decltype(threshold)>{threshold, light_codes, light_unit}, table,          \
+        num_states, states, changed, block_epoch, block_shift, epoch, counters, light_lanes, \
+        heavy_edges, min_written
 #define ENTRY_POINTS(SUFFIX, V)                                                              \
     extern "C" __global__ void pull_window_##SUFFIX(PULL_ARGS, V *values, int mode, V inf,   \
-                                                    int predictor, V threshold, PULL_TAIL,   \
-                                                    V *min_written) {                        \
+                                                    int predictor, STRONG_ARGS(V),           \
+                                                    PULL_TAIL, V *min_written) {             \
         pull_once<V>(PULL_CALL);                                                             \
     }                                                                                        \
     extern "C" __global__ void pull_persistent_##SUFFIX(                                     \
-        PULL_ARGS, V *values, int mode, V inf, int predictor, V threshold, PULL_TAIL,        \
+        PULL_ARGS, V *values, int mode, V inf, int predictor, STRONG_ARGS(V), PULL_TAIL,     \
         V *min_written, int max_sweeps, const long long *landed_seq, int incoming_slot,      \
         long long expected_seq, int mandatory, int *control) {                               \
         pull_persistent<V>(PULL_CALL, max_sweeps, landed_seq, incoming_slot, expected_seq,   \
@@ -381,14 +387,15 @@ __device__ void pull_unsettled(const long long* indptr, long long num_vertices,
     extern "C" __global__ void pull_unsettled_##SUFFIX(                                      \
         const long long *indptr, long long num_vertices, const long long *hub_chunks,        \
         long long num_chunks, long long hub_edges, const int *indices, const float *weights, \
-        V *values, int mode, V inf, V threshold, unsigned char *changed,                     \
+        V *values, int mode, V inf, STRONG_ARGS(V), unsigned char *changed,                  \
         long long *block_epoch, int block_shift, long long epoch,                            \
         unsigned long long *counters, int light_lanes, long long heavy_edges,                \
         V *min_written) {                                                                    \
         pull_unsettled<V>(indptr, num_vertices, hub_chunks, num_chunks, hub_edges, indices,  \
-                          weights, values, mode, inf, threshold, changed, block_epoch,       \
-                          block_shift, epoch, counters, light_lanes, heavy_edges,            \
-                          min_written);                                                      \
+                          weights, values, mode, inf,                                        \
+                          StrongRule<V>{threshold, light_codes, light_unit}, changed,        \
+                          block_epoch, block_shift, epoch, counters, light_lanes,            \
+                          heavy_edges, min_written);                                         \
     }
 
 ENTRY_POINTS(i32, int)

@@ -1,18 +1,18 @@
 // Vertex selections for the scheduler's sparse/dense decisions, counted where the values
 // are, so that only a count (and, when it is small, a list) crosses PCIe.
 //
-// A vertex v is selected when value[v] > threshold (a changed flag > 0, or a value above
-// the strong threshold); its edges are indptr[v + 1] - indptr[v] (the CSC's for in-edges,
+// A vertex v is selected when the rule (values.cuh) does not prove it: a changed flag
+// above 0 (unit 0), or a value the strong rule leaves open; its edges are indptr[v + 1] - indptr[v] (the CSC's for in-edges,
 // the CSR's for out-edges). Grid-stride loops, warp sums and one atomic per warp: a pass
 // over n values and n + 1 offsets at memory speed.
 
 template <typename T>
-__device__ void count_selected(const T* value, T threshold, const long long* indptr,
+__device__ void count_selected(const T* value, StrongRule<T> rule, const long long* indptr,
                                long long n, unsigned long long* totals) {
     unsigned long long vertices = 0, edges = 0;
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
          v += (long long)gridDim.x * blockDim.x) {
-        if (value[v] > threshold) {
+        if (!rule.proven(value[v], v)) {
             ++vertices;
             edges += indptr[v + 1] - indptr[v];
         }
@@ -31,7 +31,7 @@ __device__ void count_selected(const T* value, T threshold, const long long* ind
 // one atomic. `out` has room for every selected vertex; `claimed` starts at zero. Vertex
 // ids fit an int: they are the CSC's int32 indices.
 template <typename T>
-__device__ void list_selected(const T* value, T threshold, long long n, int* out,
+__device__ void list_selected(const T* value, StrongRule<T> rule, long long n, int* out,
                               unsigned long long* claimed) {
     const int lane = threadIdx.x & 31;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -39,7 +39,7 @@ __device__ void list_selected(const T* value, T threshold, long long n, int* out
     const long long rounds = (n + stride - 1) / stride;
     for (long long r = 0; r < rounds; ++r) {
         const long long v = r * stride + blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        const bool selected = v < n && value[v] > threshold;
+        const bool selected = v < n && !rule.proven(value[v], v);
         const unsigned ballot = __ballot_sync(0xffffffffu, selected);
         if (!ballot) continue;
         unsigned long long base = 0;
@@ -50,15 +50,17 @@ __device__ void list_selected(const T* value, T threshold, long long n, int* out
 }
 
 #define SELECT_ENTRY_POINTS(SUFFIX, T)                                                       \
-    extern "C" __global__ void count_selected_##SUFFIX(const T *value, T threshold,          \
-                                                       const long long *indptr, long long n, \
-                                                       unsigned long long *totals) {         \
-        count_selected<T>(value, threshold, indptr, n, totals);                             \
+    extern "C" __global__ void count_selected_##SUFFIX(                                      \
+        const T *value, T threshold, const unsigned char *light_codes, float light_unit,     \
+        const long long *indptr, long long n, unsigned long long *totals) {                  \
+        count_selected<T>(value, StrongRule<T>{threshold, light_codes, light_unit}, indptr,  \
+                          n, totals);                                                        \
     }                                                                                        \
-    extern "C" __global__ void list_selected_##SUFFIX(const T *value, T threshold,           \
-                                                      long long n, int *out,                 \
-                                                      unsigned long long *claimed) {         \
-        list_selected<T>(value, threshold, n, out, claimed);                                \
+    extern "C" __global__ void list_selected_##SUFFIX(                                       \
+        const T *value, T threshold, const unsigned char *light_codes, float light_unit,     \
+        long long n, int *out, unsigned long long *claimed) {                                \
+        list_selected<T>(value, StrongRule<T>{threshold, light_codes, light_unit}, n, out,   \
+                         claimed);                                                           \
     }
 
 SELECT_ENTRY_POINTS(u8, unsigned char)

@@ -46,3 +46,21 @@ __device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
     }
     return x;
 }
+
+// The strong rule's test (seraph/lightest.py's `proven`): a vertex is proven final when
+// value <= threshold, plus, for SSSP, the lightest in-edge's lower bound codes[v] * unit
+// (unit 0: none). The bound is rounded as the CPU's float32 arithmetic rounds it: a fused
+// multiply-add would round once, above the float32 product that the codes were checked
+// against, and could prove a vertex the argument does not cover.
+template <typename V>
+struct StrongRule {
+    V threshold;
+    const unsigned char* codes;
+    float unit;
+
+    __device__ __forceinline__ bool proven(V value, long long v) const {
+        if (unit > 0.0f)
+            return (float)value <= __fadd_rn((float)threshold, __fmul_rn((float)codes[v], unit));
+        return value <= threshold;
+    }
+};
