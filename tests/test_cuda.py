@@ -185,9 +185,10 @@ def test_graph_stays_on_the_device_between_runs():
 @pytest.mark.parametrize("hub_edges", [hubs.HUB_EDGES, 100])
 def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges, hub_edges):
     """A power-law graph (R-MAT, hubs of hundreds of in-edges) under every lane-group
-    width, with hubs both whole in a page and split across pages: the light vertices go to
-    groups, the heavy ones to whole warps, and every answer is the CPU's. With hub_edges
-    100, the hubs' in-edges go to chunks of 24 (seraph/hubs.py), a warp each."""
+    width (in dense sweeps and bottom-up rounds alike), with hubs both whole in a page and
+    split across pages: the light vertices go to groups, the heavy ones to whole warps,
+    and every answer is the CPU's. With hub_edges 100, the hubs' in-edges go to chunks of
+    24 (seraph/hubs.py), a warp each."""
     from partitioner.generators import gap_weights, rmat
     from seraph.backends.cuda import CudaBackend
 
@@ -196,6 +197,7 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges,
                                     symmetrize=True, page_edges=page_edges)
     assert int(graph.in_degrees().max()) > 4 * CudaBackend.heavy_edges
     monkeypatch.setattr(CudaBackend, "light_lanes", light_lanes)
+    monkeypatch.setattr(CudaBackend, "bottom_up_lanes", light_lanes)
     monkeypatch.setattr(hubs, "HUB_EDGES", hub_edges)
     monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
     hub = int(np.argmax(graph.out_degrees()))
