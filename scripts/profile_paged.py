@@ -1,0 +1,226 @@
+"""Profiles paged runs (the budget a fraction of the pages) round by round, to find where
+the time above the copy floor goes. The questions it answers, one per subcommand:
+
+    python scripts/profile_paged.py rounds [--store PATH | --scale 26] [--device cuda]
+    python scripts/profile_paged.py gaps   ... [--trace-dir DIR]
+    python scripts/profile_paged.py share  ... [--shares 0.5,0.6,0.7]
+    python scripts/profile_paged.py lanes  ... [--lanes 1,2,4,8]   (cuda only)
+
+- ``rounds``: after every round of paged SSSP, the share of all in-edges whose heads the
+  strong rule leaves open, with and without the lightest in-edge (seraph/lightest.py),
+  and whose heads do not hold their final distance yet (no certificate does better).
+  The bottom-up round starts once the open share is below the backend's limit.
+- ``gaps``: paged BFS, CC and SSSP with a trace; the copy engine's idle gaps above
+  0.5 ms, and the sparse rounds (optionally the traces, for ``seraph plot``).
+- ``share``: paged SSSP under several GPU bottom-up limits (scheduler.GPU_BOTTOM_UP_SHARE).
+- ``lanes``: paged BFS and SSSP under several lane counts per light vertex in bottom-up
+  rounds (CudaBackend.bottom_up_lanes).
+
+The store is the one bench_gpu.py builds (same name, so a machine that ran the bench
+reuses it). Timed rows are the faster of two runs after a first one that pins the pages.
+It patches engine internals to observe them (``rounds``) or to vary a constant: a
+profiling tool, not an API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import bench_gpu
+import numpy as np
+
+import seraph
+from seraph import scheduler
+
+ALGORITHMS = ("sssp", "bfs", "cc")
+
+
+def open_store(args) -> seraph.Graph:
+    """The store at ``--store``, or bench_gpu.py's RMAT at ``--scale`` (built if missing)."""
+    from partitioner.generators import gap_weights, rmat
+    from partitioner.writer import Options, write_store
+
+    path = Path(args.store or Path(args.workdir) /
+                f"rmat{args.scale}-ef16-s0-p{bench_gpu.page_edges_for(args.scale, 16, None)}"
+                ".zarr")
+    if not path.exists():
+        start = time.perf_counter()
+        write_store(rmat(args.scale, 16, seed=0, weights=gap_weights()), path,
+                    Options(symmetrize=True, seed=0,
+                            page_edges=bench_gpu.page_edges_for(args.scale, 16, None),
+                            memory=bench_gpu.preprocess_memory(None)), force=True)
+        print(f"preprocessed {path} in {time.perf_counter() - start:.1f} s", flush=True)
+    graph = seraph.open_graph(path)
+    graph.csc()
+    return graph
+
+
+def runner(graph: seraph.Graph, alg: str, args) -> Callable[..., object]:
+    """A paged run of ``alg`` from the highest out-degree vertex (keyword options extra)."""
+    budget = bench_gpu.paged_budget(graph, alg, "pipelined", args.fraction)
+    source = int(np.argmax(graph.out_degrees()))
+
+    def run(**options):
+        options = dict(device=args.device, device_memory=budget, **options)
+        if alg == "cc":
+            return seraph.connected_components(graph, **options)
+        return getattr(seraph, alg)(graph, source, **options)
+    return run
+
+
+def answer(result) -> np.ndarray:
+    for field in ("distances", "levels", "labels"):
+        if hasattr(result, field):
+            return getattr(result, field)
+    raise TypeError(type(result))
+
+
+def best_of_two(run: Callable[..., object], **options):
+    first, second = run(**options), run(**options)
+    return min(first, second, key=lambda r: r.stats.wall_time)
+
+
+def row(result) -> str:
+    s = result.stats
+    return (f"{s.wall_time:7.3f} s  pages {s.pages_transferred:5}  rounds {s.dense_rounds} "
+            f"dense / {s.sparse_rounds} sparse ({s.bottom_up_rounds} bottom-up)  kernels "
+            f"{s.kernel_time:.3f} s  sparse {s.sparse_time:.3f} s")
+
+
+@contextlib.contextmanager
+def patched(owner, name: str, value) -> Iterator[None]:
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
+
+
+# --------------------------------------------------------------------------- subcommands
+def rounds(graph: seraph.Graph, args) -> None:
+    from seraph.backends.base import graph_lightest_in
+
+    indptr = graph.csc()[0]
+    in_degrees = np.diff(indptr)
+    bound = graph_lightest_in(graph)
+    lightest = bound.codes.astype(np.float32) * bound.unit
+    run = runner(graph, "sssp", args)
+    final = answer(seraph.sssp(graph, int(np.argmax(graph.out_degrees())),
+                               device=args.device)).astype(np.float32)
+    m = float(graph.num_edges)
+    print("after              threshold  plain rule  lightest in-edge  not yet final")
+
+    def report(run_: scheduler.Run, what: str) -> None:
+        values = run_.be.host_values().astype(np.float32)
+        threshold = np.float32(run_.threshold)
+        has = in_degrees > 0
+        plain = has & (values > threshold)
+        lightest_open = has & (values > threshold + lightest) if threshold >= 0 else plain
+        open_wrong = has & (values != final)
+        print(f"{what:18} {float(threshold):9.1f}  " + "  ".join(
+            f"{in_degrees[mask].sum() / m:10.1%}" for mask in (plain, lightest_open,
+                                                               open_wrong)), flush=True)
+
+    end_round, push = scheduler.Run._end_round, scheduler.Run._push
+    bottom_ups = [0]  # seen so far: a bottom-up round counts itself before it ends
+
+    def observed_end(self, succeeded, changed_min):
+        end_round(self, succeeded, changed_min)
+        if self.stats.bottom_up_rounds > bottom_ups[0]:
+            bottom_ups[0] = self.stats.bottom_up_rounds
+            report(self, f"bottom-up round {bottom_ups[0]}")
+        else:
+            report(self, f"dense round {self.stats.dense_rounds}")
+
+    def observed_push(self, frontier):
+        waiting = push(self, frontier)
+        report(self, f"push ({len(frontier):,})")
+        return waiting
+
+    with patched(scheduler.Run, "_end_round", observed_end), \
+            patched(scheduler.Run, "_push", observed_push):
+        result = run()
+    assert np.array_equal(answer(result).astype(np.float32), final), "answers differ"
+
+
+def gaps(graph: seraph.Graph, args) -> None:
+    for alg in ALGORITHMS:
+        run = runner(graph, alg, args)
+        run()  # pins the pages
+        result = best_of_two(run, trace=True)
+        events = sorted(result.trace.events, key=lambda e: e["start"])
+        print(f"{alg}: {row(result)}")
+        copies = [e for e in events if e["kind"] == "copy"]
+        for before, after in zip(copies, copies[1:], strict=False):
+            if after["start"] - before["end"] > 5e-4:
+                print(f"  copy engine idle {1e3 * (after['start'] - before['end']):6.1f} ms at "
+                      f"{before['end']:.3f} s, between pages {before['page']} and "
+                      f"{after['page']}")
+        for e in events:
+            if e["kind"] not in ("copy", "compute"):
+                print(f"  {e['kind']:9} {1e3 * (e['end'] - e['start']):6.1f} ms at "
+                      f"{e['start']:.3f} s, {e.get('edges', 0):,} edges")
+        if args.trace_dir:
+            result.trace.write(Path(args.trace_dir) / f"trace-{alg}.json", result.stats)
+
+
+def share(graph: seraph.Graph, args) -> None:
+    run = runner(graph, "sssp", args)
+    run()
+    for value in (float(x) for x in args.shares.split(",")):
+        with patched(scheduler, "GPU_BOTTOM_UP_SHARE", value):
+            print(f"share {value:4}: {row(best_of_two(run))}", flush=True)
+
+
+def lanes(graph: seraph.Graph, args) -> None:
+    from seraph.backends.cuda import CudaBackend
+
+    for alg in ("sssp", "bfs"):
+        run = runner(graph, alg, args)
+        want = answer(run())
+        for count in (int(x) for x in args.lanes.split(",")):
+            with patched(CudaBackend, "bottom_up_lanes", count):
+                result = best_of_two(run, trace=True)
+            assert np.array_equal(answer(result), want), "answers differ"
+            rounds_ = [(e["end"] - e["start"], e["edges"]) for e in result.trace.events
+                       if e["kind"] == "bottom-up"]
+            print(f"{alg} {count:2} lanes: {row(result)}; bottom-up " + ", ".join(
+                f"{1e3 * t:.1f} ms for {edges / 1e6:.0f} M" for t, edges in rounds_),
+                flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", choices=("rounds", "gaps", "share", "lanes"))
+    p.add_argument("--store", help="a preprocessed store (default: bench_gpu.py's RMAT)")
+    p.add_argument("--scale", type=int, default=26)
+    p.add_argument("--workdir", default="build", help="where the default store lives")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--fraction", type=float, default=0.25, help="of the page bytes")
+    p.add_argument("--trace-dir", help="gaps: write each run's trace here")
+    p.add_argument("--shares", default="0.5,0.6,0.7,0.8")
+    p.add_argument("--lanes", default="1,2,4,8,16,32")
+    args = p.parse_args(argv)
+    if args.device == "cuda":
+        from seraph.api import cuda_status
+
+        usable, why = cuda_status()
+        if not usable:
+            p.error(f"--device cuda, but no usable GPU: {why} (or try --device cpu)")
+    elif args.what == "lanes":
+        p.error("lanes varies the CUDA kernel: it needs --device cuda")
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    graph = open_store(args)
+    print(f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges, {graph.num_pages} "
+          f"pages; {args.device}, {args.fraction:.0%} of the page bytes", flush=True)
+    {"rounds": rounds, "gaps": gaps, "share": share, "lanes": lanes}[args.what](graph, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
