@@ -1,10 +1,11 @@
 // Vertex selections for the scheduler's sparse/dense decisions, counted where the values
 // are, so that only a count (and, when it is small, a list) crosses PCIe.
 //
-// A vertex v is selected when the rule (values.cuh) does not prove it: a changed flag
-// above 0 (unit 0), or a value the strong rule leaves open; its edges are indptr[v + 1] - indptr[v] (the CSC's for in-edges,
-// the CSR's for out-edges). Grid-stride loops, warp sums and one atomic per warp: a pass
-// over n values and n + 1 offsets at memory speed.
+// A vertex v is selected when the rule (values.cuh's StrongRule) does not prove it: a
+// changed flag above 0 (a rule with unit 0), or a value the strong rule leaves open. Its
+// edges are indptr[v + 1] - indptr[v] (the CSC's for in-edges, the CSR's for out-edges).
+// Grid-stride loops, warp sums and one atomic per warp: a pass over n values and n + 1
+// offsets at memory speed.
 
 template <typename T>
 __device__ void count_selected(const T* value, StrongRule<T> rule, const long long* indptr,
