@@ -51,6 +51,10 @@ PREDICTOR_CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
 PULL_PER_PUSH = 2
 #: On a GPU whose pages move, a bottom-up round takes up to this share of all edges.
 GPU_BOTTOM_UP_SHARE = 0.5
+#: Passes the pipelined schedule makes over a round's last window, which no copy follows.
+#: Re-sweeping it there leaves the copy engine idle, and the next round starts with the
+#: same pages, re-sweeping them while its copies run (docs/engine.md).
+LAST_WINDOW_SWEEPS = 1
 
 
 @dataclass
@@ -436,7 +440,9 @@ class Run:
             nxt = incoming[0] if incoming else None
             # Sweep the window, newest page first, and go on re-sweeping it while it still
             # changes and the next page is in flight.
-            self._sweep_window(slots[::-1], pages[::-1], self.cfg.max_reentries,
+            passes = self.cfg.max_reentries if nxt is not None else \
+                min(self.cfg.max_reentries, LAST_WINDOW_SWEEPS)
+            self._sweep_window(slots[::-1], pages[::-1], passes,
                                None if nxt is None else nxt[0], swept)
             if nxt is None:
                 self._release(slots)
