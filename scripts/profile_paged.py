@@ -110,11 +110,12 @@ def patched(owner, name: str, value) -> Iterator[None]:
 # --------------------------------------------------------------------------- subcommands
 def rounds(graph: seraph.Graph, args) -> None:
     from seraph.backends.base import graph_lightest_in
+    from seraph.bottom_up import unsettled
+    from seraph.lightest import NO_BOUND
 
     indptr = graph.csc()[0]
     in_degrees = np.diff(indptr)
     bound = graph_lightest_in(graph)
-    lightest = bound.codes.astype(np.float32) * bound.unit
     run = runner(graph, "sssp", args)
     final = answer(seraph.sssp(graph, int(np.argmax(graph.out_degrees())),
                                device=args.device)).astype(np.float32)
@@ -122,15 +123,17 @@ def rounds(graph: seraph.Graph, args) -> None:
     print("after              threshold  plain rule  lightest in-edge  not yet final")
 
     def report(run_: scheduler.Run, what: str) -> None:
+        # The open vertices as the engine's own bottom-up count finds them (no limit).
         values = run_.be.host_values().astype(np.float32)
-        threshold = np.float32(run_.threshold)
-        has = in_degrees > 0
-        plain = has & (values > threshold)
-        lightest_open = has & (values > threshold + lightest) if threshold >= 0 else plain
-        open_wrong = has & (values != final)
+        threshold = run_.threshold
+        plain = unsettled(values, indptr, threshold, graph.num_edges + 1, NO_BOUND)
+        lightest = unsettled(values, indptr, threshold, graph.num_edges + 1,
+                             bound if threshold >= 0 else NO_BOUND)
+        not_final = np.flatnonzero((in_degrees > 0) & (values != final))
         print(f"{what:18} {float(threshold):9.1f}  " + "  ".join(
-            f"{in_degrees[mask].sum() / m:10.1%}" for mask in (plain, lightest_open,
-                                                               open_wrong)), flush=True)
+            f"{in_degrees[vertices].sum() / m:10.1%}" for vertices in (plain, lightest,
+                                                                       not_final)),
+              flush=True)
 
     end_round, push = scheduler.Run._end_round, scheduler.Run._push
     bottom_ups = [0]  # seen so far: a bottom-up round counts itself before it ends

@@ -444,9 +444,9 @@ class CudaBackend(Backend):
     def _strong_args(self, threshold) -> tuple:
         """The kernels' strong rule (a ``StrongRule``, values.cuh): the threshold and
         :meth:`strong_bound`'s bytes."""
+        # With unit 0 (no bound yet) the kernels never read the codes.
         unit = self.strong_bound(threshold).unit
-        codes = self._light_codes if unit > 0 else self._no_codes
-        return self.algorithm.dtype.type(threshold), codes, np.float32(unit)
+        return self.algorithm.dtype.type(threshold), self._light_codes, np.float32(unit)
 
     def _count_selected(self, value: cp.ndarray, rule: tuple, indptr: cp.ndarray
                         ) -> tuple[int, int]:
