@@ -4,7 +4,6 @@ the time above the copy floor goes. The questions it answers, one per subcommand
     python scripts/profile_paged.py rounds [--store PATH | --scale 26] [--device cuda]
     python scripts/profile_paged.py gaps   ... [--trace-dir DIR]
     python scripts/profile_paged.py share  ... [--shares 0.5,0.6,0.7]
-    python scripts/profile_paged.py lanes  ... [--lanes 1,2,4,8]   (cuda only)
     python scripts/profile_paged.py final  ... [--final-sweeps 1,2,8]
 
 - ``rounds``: after every round of paged SSSP, the share of all in-edges whose heads the
@@ -14,8 +13,6 @@ the time above the copy floor goes. The questions it answers, one per subcommand
 - ``gaps``: paged BFS, CC and SSSP with a trace; the copy engine's idle gaps above
   0.5 ms, and the sparse rounds (optionally the traces, for ``seraph plot``).
 - ``share``: paged SSSP under several GPU bottom-up limits (scheduler.GPU_BOTTOM_UP_SHARE).
-- ``lanes``: paged BFS and SSSP under several lane counts per light vertex in bottom-up
-  rounds (CudaBackend.bottom_up_lanes).
 - ``final``: paged BFS, CC and SSSP with the last window of each dense round swept at
   most so many times (scheduler.LAST_WINDOW_SWEEPS; ``max_reentries``, 8, was the rule
   until session 10: on RMAT-26 SSSP the copy engine idled 93 and 70 ms at the ends of its
@@ -186,23 +183,6 @@ def share(graph: seraph.Graph, args) -> None:
             print(f"share {value:4}: {row(best_of_two(run))}", flush=True)
 
 
-def lanes(graph: seraph.Graph, args) -> None:
-    from seraph.backends.cuda import CudaBackend
-
-    for alg in ("sssp", "bfs"):
-        run = runner(graph, alg, args)
-        want = answer(run())
-        for count in (int(x) for x in args.lanes.split(",")):
-            with patched(CudaBackend, "bottom_up_lanes", count):
-                result = best_of_two(run, trace=True)
-            assert np.array_equal(answer(result), want), "answers differ"
-            rounds_ = [(e["end"] - e["start"], e["edges"]) for e in result.trace.events
-                       if e["kind"] == "bottom-up"]
-            print(f"{alg} {count:2} lanes: {row(result)}; bottom-up " + ", ".join(
-                f"{1e3 * t:.1f} ms for {edges / 1e6:.0f} M" for t, edges in rounds_),
-                flush=True)
-
-
 def final(graph: seraph.Graph, args) -> None:
     for alg in ALGORITHMS:
         run = runner(graph, alg, args)
@@ -216,7 +196,7 @@ def final(graph: seraph.Graph, args) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("rounds", "gaps", "share", "lanes", "final"))
+    p.add_argument("what", choices=("rounds", "gaps", "share", "final"))
     p.add_argument("--store", help="a preprocessed store (default: bench_gpu.py's RMAT)")
     p.add_argument("--scale", type=int, default=26)
     p.add_argument("--workdir", default="build", help="where the default store lives")
@@ -224,7 +204,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--fraction", type=float, default=0.25, help="of the page bytes")
     p.add_argument("--trace-dir", help="gaps: write each run's trace here")
     p.add_argument("--shares", default="0.5,0.6,0.7,0.8")
-    p.add_argument("--lanes", default="1,2,4,8,16,32")
     p.add_argument("--final-sweeps", default="1,2,8")
     args = p.parse_args(argv)
     if args.device == "cuda":
@@ -233,14 +212,11 @@ def main(argv: list[str] | None = None) -> None:
         usable, why = cuda_status()
         if not usable:
             p.error(f"--device cuda, but no usable GPU: {why} (or try --device cpu)")
-    elif args.what == "lanes":
-        p.error("lanes varies the CUDA kernel: it needs --device cuda")
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     graph = open_store(args)
     print(f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges, {graph.num_pages} "
           f"pages; {args.device}, {args.fraction:.0%} of the page bytes", flush=True)
-    {"rounds": rounds, "gaps": gaps, "share": share, "lanes": lanes,
-     "final": final}[args.what](graph, args)
+    {"rounds": rounds, "gaps": gaps, "share": share, "final": final}[args.what](graph, args)
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ PREDICTOR_CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
 #: reads each in-edge once with no atomic write, about half the cost of a pushed edge
 #: (2.1-3.4 ns against 3.9-6.4 ns on RMAT-20, 2 threads).
 PULL_PER_PUSH = 2
-#: On a GPU whose pages move, a bottom-up round takes up to this share of all edges.
-GPU_BOTTOM_UP_SHARE = 0.5
+#: On a GPU whose pages move, a bottom-up round takes up to this share of all edges
+#: (see bottom_up_edge_limit).
+GPU_BOTTOM_UP_SHARE = 0.7
 #: Passes the pipelined schedule makes over a round's last window, which no copy follows.
 #: Re-sweeping it there leaves the copy engine idle, and the next round starts with the
 #: same pages, re-sweeping them while its copies run (docs/engine.md).
@@ -119,12 +120,11 @@ def bottom_up_edge_limit(backend: Backend, push_limit: float, num_edges: int) ->
 
     On the CPU, :data:`PULL_PER_PUSH` times the push limit. On a GPU, a share of all edges
     (:data:`GPU_BOTTOM_UP_SHARE`): the round reads the unsettled vertices' in-edges from
-    the host's pinned CSC in place, at half to two thirds of a dense round's rate per edge,
-    and the dense round moves every page, so with half of the edges or fewer it is the
-    cheaper round, and no page moves. RMAT-26 on an H100: BFS's round read 875 M in-edges
-    in 0.16 s, where a dense round over all 2.1 G took 0.25 s. SSSP's (weights too) read
-    614 M within 0.32 s of sparse rounds, at most 0.52 ns an edge against 0.21 ns in its
-    dense rounds: near the break-even, and still 0.05 s faster than the round it saved."""
+    the host's pinned CSC in place, in aligned 128-byte tiles at about the PCIe copy rate
+    (kernels/pull.cu, pull_tiles), where the dense round moves every active page. RMAT-26
+    at 25% on an H100 (session 11): BFS's round read 875 M in-edges in 73 ms, where a
+    dense round over all 2.1 G takes about 0.25 s; SSSP took 0.756 s at 0.7 and 0.9, with
+    one dense round where 0.5 needs two (0.821 s). docs/engine.md has the figures."""
     if backend.name == "cuda":
         return GPU_BOTTOM_UP_SHARE * num_edges
     return PULL_PER_PUSH * push_limit

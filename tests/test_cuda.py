@@ -190,9 +190,9 @@ def test_graph_stays_on_the_device_between_runs():
 @pytest.mark.parametrize("hub_edges", [hubs.HUB_EDGES, 100])
 def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges, hub_edges):
     """A power-law graph (R-MAT, hubs of hundreds of in-edges) under every lane-group
-    width (in dense sweeps and bottom-up rounds alike), with hubs both whole in a page and
-    split across pages: the light vertices go to groups, the heavy ones to whole warps,
-    and every answer is the CPU's. With hub_edges 100, the hubs' in-edges go to chunks of
+    width of the dense sweeps, with hubs both whole in a page and split across pages:
+    the light vertices go to groups, the heavy ones to whole warps, and every answer is
+    the CPU's. With hub_edges 100, the hubs' in-edges go to chunks of
     24 (seraph/hubs.py), a warp each."""
     from partitioner.generators import gap_weights, rmat
     from seraph.backends.cuda import CudaBackend
@@ -202,7 +202,6 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges,
                                     symmetrize=True, page_edges=page_edges)
     assert int(graph.in_degrees().max()) > 4 * CudaBackend.heavy_edges
     monkeypatch.setattr(CudaBackend, "light_lanes", light_lanes)
-    monkeypatch.setattr(CudaBackend, "bottom_up_lanes", light_lanes)
     monkeypatch.setattr(hubs, "HUB_EDGES", hub_edges)
     monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
     hub = int(np.argmax(graph.out_degrees()))
@@ -215,3 +214,38 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges,
                                 (lambda **o: seraph.sssp(graph, hub, **o), "distances")):
                 want = getattr(call(device="cpu", **opts), field)
                 np.testing.assert_array_equal(getattr(call(device="cuda", **opts), field), want)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3, 6, 13, 31])
+def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
+    """Bottom-up rounds read the host's CSC in place, 32 edges at a time in chunks aligned
+    in memory (kernels/pull.cu, pull_tiles). Rows of every length (none, one, within a
+    chunk, across several, hubs cut into chunks) and arrays starting anywhere give the
+    CPU's answers, in rounds that pull every open vertex (the edge limit lifted)."""
+    from partitioner.generators import gap_weights, rmat
+    from seraph import scheduler
+
+    chunk = next(iter(rmat(10, 16, seed=offset, weights=gap_weights()).chunks()))
+    # Vertices past R-MAT's 1,024 have no edges: whole tiles of empty rows.
+    graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1100,
+                                    symmetrize=True, page_edges=256)
+    for name in ("csc/indices", "csc/weights"):
+        whole = graph.array(name)
+        moved = np.empty(len(whole) + 32, dtype=whole.dtype)[offset:offset + len(whole)]
+        moved[:] = whole
+        graph._arrays[name] = moved
+    degrees = graph.in_degrees()
+    assert degrees.max() > 150 and (degrees == 0).any() and (degrees == 1).any()
+    monkeypatch.setattr(hubs, "HUB_EDGES", 150)
+    monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
+    monkeypatch.setattr(scheduler, "GPU_BOTTOM_UP_SHARE", 1.0)
+    hub = int(np.argmax(graph.out_degrees()))
+    for budget in budgets(graph, False):
+        opts = dict(device_memory=budget, predictor="strong", push_alpha=20.0)
+        for call, field in ((lambda **o: seraph.bfs(graph, hub, **o), "levels"),
+                            (lambda **o: seraph.connected_components(graph, **o), "labels"),
+                            (lambda **o: seraph.sssp(graph, hub, **o), "distances")):
+            want = getattr(call(device="cpu", **opts), field)
+            got = call(device="cuda", **opts)
+            assert got.stats.bottom_up_rounds > 0, (budget, field)
+            np.testing.assert_array_equal(getattr(got, field), want)

@@ -1,5 +1,4 @@
-"""scripts/profile_paged.py on a small R-MAT: every subcommand runs and prints its rows
-(``lanes`` only where a GPU is)."""
+"""scripts/profile_paged.py on a small R-MAT: every subcommand runs and prints its rows."""
 
 from __future__ import annotations
 
@@ -28,8 +27,3 @@ def test_subcommands_on_the_cpu(tmp_path, capsys, what, rows):
     if what == "gaps":
         assert (tmp_path / "trace-sssp.json").exists()
 
-
-def test_lanes_needs_the_gpu(tmp_path):
-    with pytest.raises(SystemExit):
-        profile_paged.main(["lanes", "--scale", "11", "--workdir", str(tmp_path),
-                            "--device", "cpu"])

@@ -211,12 +211,6 @@ class CudaBackend(Backend):
     #: Lanes that pull one light vertex (a power of two up to 32), and the in-page degree
     #: above which a vertex is heavy and gets a whole warp (see kernels/pull.cu).
     light_lanes = 8
-    #: The light lanes of a bottom-up round. It reads the in-edges over PCIe, where more
-    #: vertices in flight beat wider reads: paged SSSP on RMAT-26 on the H100 (session 10,
-    #: .probe-style sweep of 1 to 32) pulled its second bottom-up round (134 M in-edges) in
-    #: 87 ms with 4 lanes, 132 ms with 8 and 267 ms with 32; BFS read 21-22 GB/s from 1 to
-    #: 8 lanes and 15 GB/s with 32 (docs/benchmarks/engine-gpu.md).
-    bottom_up_lanes = 4
     heavy_edges = 64
 
     def __init__(self, graph, algorithm, layout, table, initial_state: int = 0,
@@ -483,15 +477,15 @@ class CudaBackend(Backend):
             return None
         with self.compute_stream:
             self._io[:_STATUS].set(self._fresh_status, stream=self.compute_stream)
-            self._bottom_up_kernel((self._blocks(n * 32),), (_THREADS,), (
+            # A warp a tile of 32 vertices (pull_tiles in kernels/pull.cu).
+            self._bottom_up_kernel((self._blocks(n),), (_THREADS,), (
                 self.indptr, np.int64(n), self._hub_chunks, np.int64(len(self._hubs.chunks)),
                 np.int64(self._hubs.hub_edges), self._csc_indices, self._csc_weights,
                 self.values,
                 np.int32(alg.weight_mode), alg.dtype.type(alg.inf),
                 *self._strong_args(threshold), self.changed,
                 self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
-                self._counters, np.int32(self.bottom_up_lanes), np.int64(self.heavy_edges),
-                self._minimum))
+                self._counters, self._minimum))
         status = self._read_status()
         attempted, succeeded = (int(c) for c in status[0:2].view(np.uint64))
         return BottomUpResult(attempted, succeeded, status[4:5].view(alg.dtype)[0], edges)

@@ -16,7 +16,7 @@
 //
 // Three entry points share the sweep: `pull_unsettled_*` is a bottom-up round (every
 // vertex the strong rule leaves open pulls its in-edges from the whole CSC, see
-// VertexItems), `pull_window_*` sweeps the window once, and
+// VertexItems, by warp tiles: pull_tiles), `pull_window_*` sweeps the window once, and
 // `pull_persistent_*` (launched cooperatively, grid no larger than the co-resident blocks)
 // sweeps it again and again, one page at a time with a grid-wide sync after each page.
 // The window's first `mandatory` pages (those not yet swept this round: the strong rules
@@ -98,6 +98,7 @@ __device__ __forceinline__ Item chunk_item(const long long* hub_chunks, long lon
 // the window's pages. `k` is the page index, advanced as the items a thread takes rise;
 // each of sweep_items' loops restarts it.
 struct WindowItems {
+    static constexpr bool tiled = false;
     const long long *pages, *offsets, *vertex_prefix, *chunk_prefix, *page_first, *indptr,
         *page_chunks, *hub_chunks;
     long long page_edges, num_edges, hub_edges;
@@ -135,6 +136,7 @@ struct WindowItems {
 // chunk, read in place from an `indices` array that holds the whole CSC (the host's,
 // mapped into the device's address space, or the resident pages).
 struct VertexItems {
+    static constexpr bool tiled = true;  // sweep_items pulls its vertices by pull_tiles
     const long long *indptr, *hub_chunks;
     long long num_vertices, num_chunks, hub_edges;
 
@@ -157,6 +159,23 @@ struct VertexItems {
         return chunk_item(hub_chunks, c, 0);
     }
 };
+
+// The end of an attempt on v: `best` (its pull's minimum) is written if it beats the
+// value, and a success is marked for the scheduler (changed flag, block epoch, counts).
+template <typename V>
+__device__ __forceinline__ bool commit_pull(SweepShared<V>& sh, long long v, V old, V best,
+                                            V* values, unsigned char* changed,
+                                            long long* block_epoch, int block_shift,
+                                            long long epoch) {
+    const bool success = best < old && best < atomic_min_value(&values[v], best);
+    if (success) {
+        changed[v] = 1;
+        block_epoch[v >> block_shift] = epoch;
+        atomicAdd(&sh.count[SUCCEEDED], 1ull);
+        atomic_min_value(&sh.min, best);
+    }
+    return success;
+}
 
 // One vertex's pull by a group of `width` lanes (lane `glane` of it). Everything a branch
 // depends on is read once and broadcast, so the group's lanes never part before a shuffle.
@@ -194,14 +213,99 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
     best = group_min(best, width, mask);
     if (glane != 0) return;
     atomicAdd(&sh.count[ATTEMPTED], 1ull);
-    const bool success = best < old && best < atomic_min_value(&values[v], best);
-    if (success) {
-        changed[v] = 1;
-        block_epoch[v >> block_shift] = epoch;
-        atomicAdd(&sh.count[SUCCEEDED], 1ull);
-        atomic_min_value(&sh.min, best);
-    }
+    const bool success = commit_pull(sh, v, old, best, values, changed, block_epoch,
+                                     block_shift, epoch);
     if (predictor == PRED_WEAK) states[v] = sh.table[(success ? 1 : 2) * num_states + state];
+}
+
+// A warp's minimum of x over its 32 lanes, in every lane.
+__device__ __forceinline__ long long warp_min(long long x) {
+    for (int off = 16; off > 0; off >>= 1) x = min(x, __shfl_xor_sync(0xffffffffu, x, off));
+    return x;
+}
+
+// A bottom-up round's pulls of every vertex that is not a hub (hubs: their chunks, in
+// sweep_items), by tiles of 32 consecutive vertices, one a warp. In a bottom-up round the
+// CSC is read in place over PCIe (the host's, mapped), where what costs is the number of
+// read requests, not their bytes (session 11: lane groups of 2 to 16 read at the same
+// 9-22 GB/s, depending on the host): a warp's fully coalesced, 128-byte-aligned read of
+// 32 edges is one request, where lane groups striding over single rows make one for every
+// 16 or 32 bytes. Consecutive vertices' rows are adjacent in the CSC, so the warp reads the
+// aligned 32-edge chunks that cover its open vertices' rows, skipping chunks that hold
+// none; each lane finds whose row its edge is in, and a segmented minimum over the lanes
+// gives each row's best candidate of the chunk.
+template <typename V>
+__device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
+                           const int* __restrict__ indices, const float* __restrict__ weights,
+                           V* values, int mode, V inf, StrongRule<V> strong,
+                           unsigned char* changed, long long* block_epoch, int block_shift,
+                           long long epoch) {
+    constexpr unsigned ALL = 0xffffffffu;
+    constexpr long long NO_CHUNK = 0x7fffffffffffffffll;
+    // Per warp: each row's best of the current chunk, written by its last lane there.
+    __shared__ V chunk_best[1024];
+    V* const row_best = chunk_best + (threadIdx.x & ~31);
+    const int lane = threadIdx.x & 31;
+    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    // Chunks are aligned in memory, not in edge ids: `indices` may start anywhere.
+    const long long skew = (long long)(((unsigned long long)indices >> 2) & 31);
+    for (long long v0 = warp * 32; v0 < items.num_vertices; v0 += num_warps * 32) {
+        const long long v = v0 + lane;
+        // A lane past the last vertex holds an empty row beyond every edge.
+        long long lo = NO_CHUNK, hi = NO_CHUNK;
+        V old = inf;
+        bool open = false;
+        if (v < items.num_vertices) {
+            lo = items.indptr[v];
+            hi = items.indptr[v + 1];
+            if (hi > lo && hi - lo <= items.hub_edges) {
+                old = values[v];
+                open = !strong.proven(old, v);
+            }
+        }
+        const unsigned open_rows = __ballot_sync(ALL, open);
+        const unsigned skipped = __ballot_sync(ALL, hi > lo && hi - lo <= items.hub_edges) &
+                                 ~open_rows;
+        if (lane == 0 && skipped)
+            atomicAdd(&sh.count[SKIPPED_STRONG], (unsigned long long)__popc(skipped));
+        if (!open_rows) continue;
+        V best = old;
+        long long chunk = warp_min(open ? (lo + skew) >> 5 : NO_CHUNK);
+        while (chunk != NO_CHUNK) {
+            const long long e = (chunk << 5) + lane - skew;
+            // The row holding edge e: the last lane whose row starts at or before it.
+            int row = 0;
+            for (int step = 16; step > 0; step >>= 1) {
+                const long long start = __shfl_sync(ALL, lo, row + step);
+                if (start <= e) row += step;
+            }
+            // Every lane shuffles (no short circuit may skip one).
+            const long long row_lo = __shfl_sync(ALL, lo, row);
+            const long long row_hi = __shfl_sync(ALL, hi, row);
+            const bool mine = (open_rows >> row & 1) && row_lo <= e && e < row_hi;
+            V cand = mine ? candidate<V>(values[indices[e]], weights, e, mode, inf) : inf;
+            // Segmented minimum: a row's edges are consecutive lanes of the chunk.
+            const int key = mine ? row : 32 + lane;
+            for (int d = 1; d < 32; d <<= 1) {
+                const V other = __shfl_up_sync(ALL, cand, d);
+                const int other_key = __shfl_up_sync(ALL, key, d);
+                if (lane >= d && other_key == key) cand = other < cand ? other : cand;
+            }
+            const int next_key = __shfl_down_sync(ALL, key, 1);
+            row_best[lane] = inf;
+            __syncwarp();
+            if (mine && (lane == 31 || next_key != key)) row_best[row] = cand;
+            __syncwarp();
+            best = row_best[lane] < best ? row_best[lane] : best;
+            __syncwarp();
+            // The next chunk holding an open row's edge.
+            const long long last = open ? (hi - 1 + skew) >> 5 : -1;
+            chunk = warp_min(last > chunk ? max(chunk + 1, (lo + skew) >> 5) : NO_CHUNK);
+        }
+        if (lane == 0) atomicAdd(&sh.count[ATTEMPTED], (unsigned long long)__popc(open_rows));
+        if (open) commit_pull(sh, v, old, best, values, changed, block_epoch, block_shift, epoch);
+    }
 }
 
 // One sweep over `items` (a window's pages, or every vertex), in three parts for
@@ -210,6 +314,8 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
 // instead of idling most lanes on one. Then every warp scans 32 items at a time and pulls
 // each heavy one it finds with all 32 lanes, so its in-edges are not serialised on a few
 // lanes. Last, each warp pulls hub chunks, so a hub's in-edges are spread over many warps.
+// A bottom-up round's items (VertexItems, read over PCIe) go by pull_tiles instead of the
+// first two parts.
 template <typename V, typename Items>
 __device__ void sweep_items(
     SweepShared<V>& sh, Items items, const int* __restrict__ indices,
@@ -226,34 +332,40 @@ __device__ void sweep_items(
                    predictor, strong, num_states, states, changed, block_epoch,              \
                    block_shift, epoch)
 
-    const int glane = lane & (light_lanes - 1);
-    const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
-        : ((1u << light_lanes) - 1) << (lane & ~(light_lanes - 1));
-    items.restart();
-    for (long long item = begin + thread / light_lanes; item < end;
-         item += num_threads / light_lanes) {
-        const Item it = items(item);
-        if (it.lo >= it.hi || it.hub || it.hi - it.lo > heavy_edges) continue;
-        PULL(it, glane, light_lanes, group_mask);
-    }
-
-    items.restart();
-    for (long long first = begin + (thread >> 5) * 32; first < end; first += num_threads) {
-        Item mine;
-        bool heavy = false;
-        if (first + lane < end) {
-            mine = items(first + lane);
-            heavy = !mine.hub && mine.hi - mine.lo > heavy_edges;
+    if constexpr (Items::tiled) {
+        pull_tiles<V>(sh, items, indices, weights, values, mode, inf, strong, changed,
+                      block_epoch, block_shift, epoch);
+    } else {
+        const int glane = lane & (light_lanes - 1);
+        const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
+            : ((1u << light_lanes) - 1) << (lane & ~(light_lanes - 1));
+        items.restart();
+        for (long long item = begin + thread / light_lanes; item < end;
+             item += num_threads / light_lanes) {
+            const Item it = items(item);
+            if (it.lo >= it.hi || it.hub || it.hi - it.lo > heavy_edges) continue;
+            PULL(it, glane, light_lanes, group_mask);
         }
-        for (unsigned found = __ballot_sync(0xffffffffu, heavy); found; found &= found - 1) {
-            const int src = __ffs(found) - 1;
-            Item it;
-            it.v = __shfl_sync(0xffffffffu, mine.v, src);
-            it.lo = __shfl_sync(0xffffffffu, mine.lo, src);
-            it.hi = __shfl_sync(0xffffffffu, mine.hi, src);
-            it.shift = __shfl_sync(0xffffffffu, mine.shift, src);
-            it.whole = __shfl_sync(0xffffffffu, (int)mine.whole, src);
-            PULL(it, lane, 32, 0xffffffffu);
+
+        items.restart();
+        for (long long first = begin + (thread >> 5) * 32; first < end; first += num_threads) {
+            Item mine;
+            bool heavy = false;
+            if (first + lane < end) {
+                mine = items(first + lane);
+                heavy = !mine.hub && mine.hi - mine.lo > heavy_edges;
+            }
+            for (unsigned found = __ballot_sync(0xffffffffu, heavy); found;
+                 found &= found - 1) {
+                const int src = __ffs(found) - 1;
+                Item it;
+                it.v = __shfl_sync(0xffffffffu, mine.v, src);
+                it.lo = __shfl_sync(0xffffffffu, mine.lo, src);
+                it.hi = __shfl_sync(0xffffffffu, mine.hi, src);
+                it.shift = __shfl_sync(0xffffffffu, mine.shift, src);
+                it.whole = __shfl_sync(0xffffffffu, (int)mine.whole, src);
+                PULL(it, lane, 32, 0xffffffffu);
+            }
         }
     }
 
@@ -351,14 +463,13 @@ __device__ void pull_unsettled(const long long* indptr, long long num_vertices,
                                V* values, int mode, V inf, StrongRule<V> strong,
                                unsigned char* changed, long long* block_epoch,
                                int block_shift, long long epoch,
-                               unsigned long long* counters, int light_lanes,
-                               long long heavy_edges, V* min_written) {
+                               unsigned long long* counters, V* min_written) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
     const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
+    // Lane groups and the heavy part are the window's (pull_tiles takes their place).
     sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG, strong, 0,
-                   nullptr, changed, block_epoch, block_shift, epoch, light_lanes,
-                   heavy_edges);
+                   nullptr, changed, block_epoch, block_shift, epoch, 32, 0);
     flush_shared(sh, counters, min_written, inf);
 }
 
@@ -389,13 +500,11 @@ __device__ void pull_unsettled(const long long* indptr, long long num_vertices,
         long long num_chunks, long long hub_edges, const int *indices, const float *weights, \
         V *values, int mode, V inf, STRONG_ARGS(V), unsigned char *changed,                  \
         long long *block_epoch, int block_shift, long long epoch,                            \
-        unsigned long long *counters, int light_lanes, long long heavy_edges,                \
-        V *min_written) {                                                                    \
+        unsigned long long *counters, V *min_written) {                                      \
         pull_unsettled<V>(indptr, num_vertices, hub_chunks, num_chunks, hub_edges, indices,  \
                           weights, values, mode, inf,                                        \
                           StrongRule<V>{threshold, light_codes, light_unit}, changed,        \
-                          block_epoch, block_shift, epoch, counters, light_lanes,            \
-                          heavy_edges, min_written);                                         \
+                          block_epoch, block_shift, epoch, counters, min_written);           \
     }
 
 ENTRY_POINTS(i32, int)
