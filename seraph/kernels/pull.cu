@@ -226,14 +226,14 @@ __device__ __forceinline__ long long warp_min(long long x) {
 
 // A bottom-up round's pulls of every vertex that is not a hub (hubs: their chunks, in
 // sweep_items), by tiles of 32 consecutive vertices, one a warp. In a bottom-up round the
-// CSC is read in place over PCIe (the host's, mapped), where what costs is the number of
-// read requests, not their bytes (session 11: lane groups of 2 to 16 read at the same
-// 9-22 GB/s, depending on the host): a warp's fully coalesced, 128-byte-aligned read of
-// 32 edges is one request, where lane groups striding over single rows make one for every
-// 16 or 32 bytes. Consecutive vertices' rows are adjacent in the CSC, so the warp reads the
-// aligned 32-edge chunks that cover its open vertices' rows, skipping chunks that hold
-// none; each lane finds whose row its edge is in, and a segmented minimum over the lanes
-// gives each row's best candidate of the chunk.
+// CSC is read in place over PCIe (the host's, mapped), where, as we read session 11's
+// figures, the number of read requests counts, not their bytes: lane groups of 2 to 16
+// lanes striding over single rows all read at one rate (22 GB/s on one H100 host, 9 on
+// another), and these tiles at 48 GB/s. A warp's fully coalesced, 128-byte-aligned read
+// of 32 edges is one request. Consecutive vertices' rows are adjacent in the CSC, so the
+// warp reads the aligned 32-edge chunks that cover its open vertices' rows, skipping
+// chunks that hold none; each lane finds whose row its edge is in, and a segmented
+// minimum over the lanes gives each row's best candidate of the chunk.
 template <typename V>
 __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
                            const int* __restrict__ indices, const float* __restrict__ weights,
