@@ -106,13 +106,11 @@ def patched(owner, name: str, value) -> Iterator[None]:
 
 # --------------------------------------------------------------------------- subcommands
 def rounds(graph: seraph.Graph, args) -> None:
-    from seraph.backends.base import graph_lightest_in
     from seraph.bottom_up import unsettled
     from seraph.lightest import NO_BOUND
 
     indptr = graph.csc()[0]
     in_degrees = np.diff(indptr)
-    bound = graph_lightest_in(graph)
     run = runner(graph, "sssp", args)
     final = answer(seraph.sssp(graph, int(np.argmax(graph.out_degrees())),
                                device=args.device)).astype(np.float32)
@@ -125,7 +123,7 @@ def rounds(graph: seraph.Graph, args) -> None:
         threshold = run_.threshold
         plain = unsettled(values, indptr, threshold, graph.num_edges + 1, NO_BOUND)
         lightest = unsettled(values, indptr, threshold, graph.num_edges + 1,
-                             bound if threshold >= 0 else NO_BOUND)
+                             run_.be.strong_bound(threshold))
         not_final = np.flatnonzero((in_degrees > 0) & (values != final))
         print(f"{what:18} {float(threshold):9.1f}  " + "  ".join(
             f"{in_degrees[vertices].sum() / m:10.1%}" for vertices in (plain, lightest,
