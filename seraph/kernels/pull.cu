@@ -66,9 +66,16 @@ __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V
         atomicAdd(&counters[threadIdx.x], sh.count[threadIdx.x]);
         sh.count[threadIdx.x] = 0;
     }
-    if (threadIdx.x == 0 && sh.min < inf) {
-        atomic_min_value(min_written, sh.min);
-        sh.min = inf;
+    if (threadIdx.x == 0) {
+        // Read through volatile, so that it stays in thread 0: nvcc hoists a plain read
+        // above the branch into every thread, where compute-sanitizer's racecheck sees it
+        // race with the write below (harmless, as the others drop it, but it hides real
+        // races in racecheck's report).
+        const V block_min = *(volatile V*)&sh.min;
+        if (block_min < inf) {
+            atomic_min_value(min_written, block_min);
+            sh.min = inf;
+        }
     }
     __syncthreads();
 }
