@@ -263,7 +263,8 @@ def measure_bandwidth(device: str, nbytes: int, repeat: int) -> dict:
     mean, best = timed_copies(dev.data.ptr, pinned.ctypes.data, h2d)
     out = {"kind": "cudaMemcpyAsync from cupyx.empty_pinned memory, CUDA events",
            "bytes": nbytes, "repeat": repeat, "pinned_h2d": nbytes / mean,
-           "pinned_h2d_best": nbytes / best}
+           "pinned_h2d_best": nbytes / best,
+           "zero_copy_read": zero_copy_read(pinned, repeat, stream)}
     del pinned
     pageable = np.ones(nbytes, np.uint8)
     mean, _ = timed_copies(dev.data.ptr, pageable.ctypes.data, h2d)
@@ -279,6 +280,31 @@ def measure_bandwidth(device: str, nbytes: int, repeat: int) -> dict:
     del dev
     free_device_memory(device)
     return out
+
+
+def zero_copy_read(pinned: np.ndarray, repeat: int, stream) -> float:
+    """Bytes per second at which a kernel reads pinned host memory in place, in aligned
+    128-byte warp loads (scripts/zero_copy_read.cu): the rate of the bottom-up rounds,
+    which read the host's CSC so. It differs between hosts more than copies do (session
+    11: one H100 host read the CSC at half the rate of another, at the same copy rate)."""
+    import cupy as cp
+
+    kernel = cp.RawModule(code=(Path(__file__).parent / "zero_copy_read.cu").read_text()
+                          ).get_function("read_mapped")
+    words = pinned.view(np.int32)
+    count = len(words)
+    sink = cp.zeros(1, dtype=cp.uint64)
+    blocks = 4 * cp.cuda.Device().attributes["MultiProcessorCount"]
+    args = (np.uintp(words.ctypes.data), np.int64(count), sink)  # UVA: the host address
+    with stream:
+        kernel((blocks,), (1024,), args)  # warm-up
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        for _ in range(repeat):
+            kernel((blocks,), (1024,), args)
+        end.record(stream)
+        end.synchronize()
+    return repeat * pinned.nbytes / (cp.cuda.get_elapsed_time(start, end) / 1e3)
 
 
 def pinning_cost(graph, device: str) -> dict | None:
@@ -873,7 +899,11 @@ def report(results: dict, info: dict, command: str, args) -> str:
                      else "")
                   + (f"; device to device {bw['d2d'] / GB:.0f} GB/s copied "
                      f"({2 * bw['d2d'] / GB:.0f} GB/s read + written)" if bw.get("d2d")
-                     else "") + ".", ""]
+                     else "") + "."
+                  + (f" A kernel reading pinned memory in place (zero-copy, 128-byte warp "
+                     f"loads, as bottom-up rounds read the CSC): "
+                     f"**{bw['zero_copy_read'] / GB:.1f} GB/s**." if bw.get("zero_copy_read")
+                     else ""), ""]
     lines += ["## Graphs", "",
               "Graph500 R-MAT (a, b, c = 0.57, 0.19, 0.19), GAP weights (integers 1..255), "
               "symmetrized: the store holds both directions of every edge, less self-loops "
