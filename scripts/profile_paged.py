@@ -5,6 +5,7 @@ the time above the copy floor goes. The questions it answers, one per subcommand
     python scripts/profile_paged.py gaps   ... [--trace-dir DIR]
     python scripts/profile_paged.py share  ... [--shares 0.5,0.6,0.7]
     python scripts/profile_paged.py final  ... [--final-sweeps 1,2,8]
+    python scripts/profile_paged.py once   ... [--alg sssp]
 
 - ``rounds``: after every round of paged SSSP, the share of all in-edges whose heads the
   strong rule leaves open, with and without the lightest in-edge (seraph/lightest.py),
@@ -17,6 +18,8 @@ the time above the copy floor goes. The questions it answers, one per subcommand
   most so many times (scheduler.LAST_WINDOW_SWEEPS; ``max_reentries``, 8, was the rule
   until session 10: on RMAT-26 SSSP the copy engine idled 93 and 70 ms at the ends of its
   two dense rounds while that window was re-swept).
+- ``once``: one paged run of ``--alg``, for a profiler to wrap (scripts/profile_ncu.sh
+  runs Nsight Compute over it).
 
 The store is the one bench_gpu.py builds (same name, so a machine that ran the bench
 reuses it). Timed rows are the faster of two runs after a first one that pins the pages.
@@ -192,9 +195,13 @@ def final(graph: seraph.Graph, args) -> None:
             print(f"{alg} final sweeps {cap}: {row(result)}", flush=True)
 
 
+def once(graph: seraph.Graph, args) -> None:
+    print(f"{args.alg}: {row(runner(graph, args.alg, args)())}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("rounds", "gaps", "share", "final"))
+    p.add_argument("what", choices=("rounds", "gaps", "share", "final", "once"))
     p.add_argument("--store", help="a preprocessed store (default: bench_gpu.py's RMAT)")
     p.add_argument("--scale", type=int, default=26)
     p.add_argument("--workdir", default="build", help="where the default store lives")
@@ -203,6 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--trace-dir", help="gaps: write each run's trace here")
     p.add_argument("--shares", default="0.5,0.6,0.7,0.8")
     p.add_argument("--final-sweeps", default="1,2,8")
+    p.add_argument("--alg", default="sssp", choices=ALGORITHMS, help="once: which run")
     args = p.parse_args(argv)
     if args.device == "cuda":
         from seraph.api import cuda_status
@@ -214,7 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     graph = open_store(args)
     print(f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges, {graph.num_pages} "
           f"pages; {args.device}, {args.fraction:.0%} of the page bytes", flush=True)
-    {"rounds": rounds, "gaps": gaps, "share": share, "final": final}[args.what](graph, args)
+    {"rounds": rounds, "gaps": gaps, "share": share, "final": final,
+     "once": once}[args.what](graph, args)
 
 
 if __name__ == "__main__":
