@@ -471,8 +471,8 @@ class CudaBackend(Backend):
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
         alg, n = self.algorithm, self.graph.num_vertices
-        _vertices, edges = self._count_selected(self.values, self._strong_args(threshold),
-                                                self.indptr)
+        strong = self._strong_args(threshold)
+        _vertices, edges = self._count_selected(self.values, strong, self.indptr)
         if edges >= edge_limit:
             return None
         with self.compute_stream:
@@ -482,8 +482,7 @@ class CudaBackend(Backend):
                 self.indptr, np.int64(n), self._hub_chunks, np.int64(len(self._hubs.chunks)),
                 np.int64(self._hubs.hub_edges), self._csc_indices, self._csc_weights,
                 self.values,
-                np.int32(alg.weight_mode), alg.dtype.type(alg.inf),
-                *self._strong_args(threshold), self.changed,
+                np.int32(alg.weight_mode), alg.dtype.type(alg.inf), *strong, self.changed,
                 self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
                 self._counters, self._minimum))
         status = self._read_status()
