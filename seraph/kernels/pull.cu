@@ -72,7 +72,7 @@ __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V
         // race with the write below (harmless, as the others drop it, but it hides real
         // races in racecheck's report).
         const V block_min = *(volatile V*)&sh.min;
-        if (block_min < inf) {
+        if (less_value(block_min, inf)) {
             atomic_min_value(min_written, block_min);
             sh.min = inf;
         }
@@ -174,7 +174,8 @@ __device__ __forceinline__ bool commit_pull(SweepShared<V>& sh, long long v, V o
                                             V* values, unsigned char* changed,
                                             long long* block_epoch, int block_shift,
                                             long long epoch) {
-    const bool success = best < old && best < atomic_min_value(&values[v], best);
+    const bool success =
+        less_value(best, old) && less_value(best, atomic_min_value(&values[v], best));
     if (success) {
         changed[v] = 1;
         block_epoch[v >> block_shift] = epoch;
@@ -213,9 +214,8 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
     }
     V best = old;
     for (long long i = it.lo + glane; i < it.hi; i += width) {
-        const V cand = candidate<V>(values[indices[i + it.shift]], weights, i + it.shift, mode,
-                                    inf);
-        best = cand < best ? cand : best;
+        best = min_value(best, candidate<V>(values[indices[i + it.shift]], weights,
+                                            i + it.shift, mode, inf));
     }
     best = group_min(best, width, mask);
     if (glane != 0) return;
@@ -297,14 +297,14 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             for (int d = 1; d < 32; d <<= 1) {
                 const V other = __shfl_up_sync(ALL, cand, d);
                 const int other_key = __shfl_up_sync(ALL, key, d);
-                if (lane >= d && other_key == key) cand = other < cand ? other : cand;
+                if (lane >= d && other_key == key) cand = min_value(cand, other);
             }
             const int next_key = __shfl_down_sync(ALL, key, 1);
             row_best[lane] = inf;
             __syncwarp();
             if (mine && (lane == 31 || next_key != key)) row_best[row] = cand;
             __syncwarp();
-            best = row_best[lane] < best ? row_best[lane] : best;
+            best = min_value(best, row_best[lane]);
             __syncwarp();
             // The next chunk holding an open row's edge.
             const long long last = open ? (hi - 1 + skew) >> 5 : -1;

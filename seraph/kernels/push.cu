@@ -65,10 +65,11 @@ __device__ void push_frontier(const int* frontier, long long count, const long l
             const long long edge = out_indptr[u] + (e - ends[i]);
             v = indices[edge];
             const V cand = candidate<V>(values[u], weights, edge, mode, inf);
-            if (cand < values[v] && cand < atomic_min_value(&values[v], cand)) {
+            if (less_value(cand, values[v]) &&
+                less_value(cand, atomic_min_value(&values[v], cand))) {
                 block_epoch[v >> block_shift] = epoch;
                 if (states) states[v] = initial_state | (states[v] & OWES);
-                lowest = cand < lowest ? cand : lowest;
+                lowest = min_value(lowest, cand);
                 const unsigned int bit = 1u << (8 * (v & 3));
                 listed = !(atomicOr(&claimed[v >> 2], bit) & bit);
             }
@@ -82,7 +83,7 @@ __device__ void push_frontier(const int* frontier, long long count, const long l
         if (listed && at < (unsigned long long)capacity) next[at] = v;
     }
     lowest = group_min(lowest, 32, 0xffffffffu);
-    if (lane == 0 && lowest < inf) atomic_min_value(min_written, lowest);
+    if (lane == 0 && less_value(lowest, inf)) atomic_min_value(min_written, lowest);
 }
 
 #define PUSH_ENTRY_POINT(SUFFIX, V)                                                          \

@@ -11,6 +11,45 @@
 #define OWES 0x80
 #define STATE_MASK 0x7F
 
+// Value arithmetic and comparisons that keep subnormal floats. CuPy compiles every kernel
+// with -ftz=true (cupy.cuda.compiler appends it after the caller's options, so it cannot
+// be turned off), under which float +, *, < and min flush subnormals to zero. The CPU
+// backend keeps them, and the backends' answers must be equal bit for bit: a weight of
+// 1e-45 gives a distance of 1e-45, not 0. So the kernels add, multiply, compare and take
+// minima of values only through these: for floats, PTX without .ftz; for ints, the plain
+// operators.
+__device__ __forceinline__ float add_value(float a, float b) {
+    float r;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ float mul_value(float a, float b) {
+    float r;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ bool less_value(float a, float b) {
+    int r;
+    asm("{\n\t.reg .pred p;\n\tsetp.lt.f32 p, %1, %2;\n\tselp.s32 %0, 1, 0, p;\n\t}"
+        : "=r"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+template <typename T>
+__device__ __forceinline__ bool less_value(T a, T b) {
+    return a < b;
+}
+
+__device__ __forceinline__ float min_value(float a, float b) {
+    float r;
+    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+__device__ __forceinline__ int min_value(int a, int b) { return min(a, b); }
+
 __device__ __forceinline__ int atomic_min_value(int* addr, int val) {
     return atomicMin(addr, val);
 }
@@ -33,17 +72,15 @@ __device__ __forceinline__ int candidate<int>(int val, const float*, long long, 
 template <>
 __device__ __forceinline__ float candidate<float>(float val, const float* weights, long long i,
                                                   int mode, float inf) {
-    return mode == STORED ? val + weights[i] : val;
+    return mode == STORED ? add_value(val, weights[i]) : val;
 }
 
 // Min over the first `width` lanes of a lane group (lanes of other groups may be elsewhere:
 // `mask` names this group's); the result is in the group's lane 0.
 template <typename V>
 __device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
-    for (int off = width >> 1; off > 0; off >>= 1) {
-        const V other = __shfl_down_sync(mask, x, off, width);
-        x = other < x ? other : x;
-    }
+    for (int off = width >> 1; off > 0; off >>= 1)
+        x = min_value(x, __shfl_down_sync(mask, x, off, width));
     return x;
 }
 
@@ -51,7 +88,8 @@ __device__ __forceinline__ V group_min(V x, int width, unsigned mask) {
 // value <= threshold, plus, for SSSP, the lightest in-edge's lower bound codes[v] * unit
 // (unit 0: none). The bound is rounded as the CPU's float32 arithmetic rounds it: a fused
 // multiply-add would round once, above the float32 product that the codes were checked
-// against, and could prove a vertex the argument does not cover.
+// against, and could prove a vertex the argument does not cover (add_value and mul_value
+// are separate PTX instructions, never fused).
 template <typename V>
 struct StrongRule {
     V threshold;
@@ -59,8 +97,9 @@ struct StrongRule {
     float unit;
 
     __device__ __forceinline__ bool proven(V value, long long v) const {
-        if (unit > 0.0f)
-            return (float)value <= __fadd_rn((float)threshold, __fmul_rn((float)codes[v], unit));
-        return value <= threshold;
+        if (less_value(0.0f, unit))
+            return !less_value(add_value((float)threshold, mul_value((float)codes[v], unit)),
+                               (float)value);
+        return !less_value(threshold, value);
     }
 };
