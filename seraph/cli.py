@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from seraph import progress
+from seraph.algorithms import ALGORITHMS
 from seraph.errors import SeraphError
 from seraph.units import format_size, parse_size
 
@@ -219,9 +220,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if verdict not in (None, "ok") else 0
 
 
-DEMO_ALGORITHMS = ("bfs", "cc", "sssp")
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     import tempfile
     import time
@@ -256,12 +254,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # On a fresh install each algorithm's first call compiles its kernels (numba, and
         # NVRTC on a GPU; both cached on disk after), which would swamp the table's times.
         t = time.perf_counter()
-        for alg in DEMO_ALGORITHMS:
+        for alg in ALGORITHMS:
             run_algorithm(graph, alg, source, config)
         progress.note(f"first runs, untimed below: {time.perf_counter() - t:.2f} s (on a "
                       "fresh install this compiles the kernels, which are cached after)")
         rows, failed = [], False
-        for alg in DEMO_ALGORITHMS:
+        for alg in ALGORITHMS:
             res, values = run_algorithm(graph, alg, source, config)
             verdict = check(graph, alg, values, None if alg == "cc" else source)
             failed |= verdict is not None
@@ -336,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", parents=[verbosity], help="run bfs, cc or sssp on a store")
-    p.add_argument("algorithm", choices=("bfs", "cc", "sssp"))
+    p.add_argument("algorithm", choices=tuple(ALGORITHMS))
     p.add_argument("store")
     p.add_argument("--source", type=int, help="source vertex (input id; default: the first)")
     p.add_argument("--device", default=None, choices=("auto", "cuda", "cpu"))
