@@ -184,15 +184,16 @@ def _check_output(path: Path) -> None:
                               "or write .npy / .npz") from None
 
 
-def _many_output_is_folder(path: Path) -> bool:
-    """A many-source ``--output``: an .npz, or a folder (an existing one, or a name
-    without a suffix)."""
-    if path.is_dir() or (not path.suffix and not path.exists()):
-        return True
-    if path.suffix == ".npz":
-        return False
-    raise ConfigError(f"--output {path}: several sources are written to an .npz file or a "
-                      "folder (one .npy per source)")
+def _check_many_output(path: Path) -> bool:
+    """``--output`` of a many-source run: an .npz, or a folder (an existing one, or a new
+    name without a suffix) in a writable folder; returns whether it is a folder."""
+    folder = path.is_dir() or (not path.suffix and not path.exists())
+    if not folder and path.suffix != ".npz":
+        raise ConfigError(f"--output {path}: several sources are written to an .npz file or "
+                          "a folder (one .npy per source)")
+    if not path.is_dir():
+        _check_folder("--output", path)
+    return folder
 
 
 def _check_trace(path: Path) -> None:
@@ -226,16 +227,11 @@ class _ManyOutput:
     fails or is interrupted removes what it wrote."""
 
     def __init__(self, path: Path, graph, names: list[str]):
-        self.path, self.folder = path, _many_output_is_folder(path)
-        if self.folder:
-            if not path.exists():
-                _check_folder("--output", path)
-            taken = [n for n in names if (path / f"{n}.npy").exists()]
-            if taken:
-                raise ConfigError(f"--output {path}: {taken[0]}.npy is already there; "
-                                  "choose an empty or new folder")
-        else:
-            _check_folder("--output", path)
+        self.path, self.folder = path, _check_many_output(path)
+        taken = [n for n in names if self.folder and (path / f"{n}.npy").exists()]
+        if taken:
+            raise ConfigError(f"--output {path}: {taken[0]}.npy is already there; choose an "
+                              "empty or new folder")
         self.graph, self.written, self.created, self.zip = graph, [], False, None
 
     def __enter__(self) -> _ManyOutput:
@@ -305,7 +301,7 @@ def _check_run_options(args: argparse.Namespace) -> bool:
     if args.output and not many:
         _check_output(Path(args.output))
     if args.output and many:
-        _many_output_is_folder(Path(args.output))
+        _check_many_output(Path(args.output))
     if args.trace:
         _check_trace(Path(args.trace))
     return many

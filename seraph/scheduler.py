@@ -85,8 +85,8 @@ class EngineConfig:
                               "weak or none")
         if self.push_alpha is not None and not (math.isfinite(self.push_alpha)
                                                 and self.push_alpha >= 0):
-            raise ConfigError(f"push_alpha must be a finite number >= 0 (0 disables the push "
-                              f"engine), got {self.push_alpha}")
+            raise ConfigError(f"push_alpha must be a finite number >= 0, got "
+                              f"{self.push_alpha} (0 disables the push engine)")
         if self.push_on not in PUSH_ON:
             raise ConfigError(f"unknown push_on {self.push_on!r}; expected device or host")
         if self.max_reentries < 1 or self.reentry_sweeps < 1:
