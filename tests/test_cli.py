@@ -411,3 +411,29 @@ def test_info_into_a_closed_pipe_exits_quietly(rmat_store):
     done = subprocess.run(["bash", "-c", 'set -o pipefail; "$@" | head -1', "-", *command],
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.startswith("store ") and done.stderr == ""
+
+
+def test_preprocess_reading_bar_counts_the_file_bytes(tmp_path, monkeypatch):
+    bars = {}
+
+    class Bar:
+        def __init__(self, total=None, desc="", unit="it", **_kw):
+            self.total, self.unit, self.n = total, unit, 0
+            bars[desc] = self
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+        def update(self, n):
+            self.n += n
+
+    monkeypatch.setattr(progress, "bar", Bar)
+    edges = tmp_path / "g.el"
+    edges.write_text("".join(f"{i} {i + 1}\n" for i in range(100)))
+    assert main(["preprocess", str(edges), "-o", str(tmp_path / "g.zarr"), "-q"]) == 0
+    reading = bars["reading"]
+    assert (reading.total, reading.unit, reading.n) == (edges.stat().st_size, "B",
+                                                        edges.stat().st_size)
