@@ -188,10 +188,12 @@ def scan_ids(source: EdgeSource, cache: _ChunkCache) -> tuple[IdSpace, int]:
     """Pass 1: decides the vertex numbering and caches the parsed edges."""
     seen = _IdSet()
     count = 0
-    with progress.bar(source.num_edges_hint, "reading", "edges") as bar:
+    by_bytes = source.input_size is not None  # a file: its size is the bar's total
+    with progress.bar(source.input_size if by_bytes else source.num_edges_hint, "reading",
+                      "B" if by_bytes else "edges") as bar:
         for chunk in source.chunks():
             count += len(chunk)
-            bar.update(len(chunk))
+            bar.update(chunk.input_bytes if by_bytes else len(chunk))
             if not len(chunk):
                 continue
             seen.add(chunk.src)

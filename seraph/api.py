@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from seraph.algorithms import BFS, CC, REACH, SSSP, Algorithm
-from seraph.errors import ConfigError, DeviceError, InputError
+from seraph.errors import ConfigError, DeviceError, DeviceWarning, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig, Run
@@ -72,7 +72,7 @@ def make_config(**options) -> EngineConfig:
     """An EngineConfig from keyword options (None means the default)."""
     opts = {k: v for k, v in options.items() if v is not None}
     if "device_memory" in opts:
-        opts["device_memory"] = parse_size(opts["device_memory"])
+        opts["device_memory"] = parse_size(opts["device_memory"], "device_memory")
     try:
         cfg = EngineConfig(**opts)
     except TypeError as e:
@@ -111,7 +111,7 @@ def resolve_device(device: str) -> str:
         return "cuda"
     if device == "cuda":
         raise DeviceError(f"--device cuda: no usable GPU: {why}; use --device cpu or auto")
-    warnings.warn(f"no usable GPU ({why}); running on the CPU backend", RuntimeWarning,
+    warnings.warn(f"no usable GPU ({why}); running on the CPU backend", DeviceWarning,
                   stacklevel=3)
     return "cpu"
 

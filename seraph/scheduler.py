@@ -24,6 +24,7 @@ re-attempted (its pages swept again), and the run goes on if anything changes.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seraph import progress
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout, graph_cached, out_degrees
 from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
@@ -81,15 +83,20 @@ class EngineConfig:
         if self.predictor not in ("auto", *PREDICTOR_CODES):
             raise ConfigError(f"unknown predictor {self.predictor!r}; expected auto, strong, "
                               "weak or none")
-        if self.push_alpha is not None and self.push_alpha < 0:
-            raise ConfigError(f"push_alpha must be >= 0 (0 disables the push engine), got "
-                              f"{self.push_alpha}")
+        if self.push_alpha is not None and not (math.isfinite(self.push_alpha)
+                                                and self.push_alpha >= 0):
+            raise ConfigError(f"push_alpha must be a finite number >= 0, got "
+                              f"{self.push_alpha} (0 disables the push engine)")
         if self.push_on not in PUSH_ON:
             raise ConfigError(f"unknown push_on {self.push_on!r}; expected device or host")
         if self.max_reentries < 1 or self.reentry_sweeps < 1:
             raise ConfigError("max_reentries and reentry_sweeps must be at least 1")
         if self.diagram is not None:
             load_diagram(self.diagram)  # a bad diagram fails now, whichever predictor runs
+        if self.diagram is not None and self.predictor in ("strong", "none"):
+            raise ConfigError(f"a diagram describes the weak predictor's states, and predictor "
+                              f"{self.predictor!r} does not use one: drop the diagram or use "
+                              "predictor weak (or auto)")
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
         if self.schedule == "single":
@@ -199,6 +206,7 @@ class Run:
             changed_min, succeeded = self._dense_round()
             self.rechecking = False
             self._end_round(succeeded, changed_min)
+            progress.round_done("dense", self.stats)
             if not self.push_limit:
                 continue  # the changed flags matter only to a hand-over to the push engine
             changed = self.be.take_changed(self.push_limit)
@@ -280,6 +288,7 @@ class Run:
             self.threshold = res.minimum
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0,
                        rounds=res.rounds, edges=res.edges)
+        progress.round_done("push", self.stats, len(res.frontier))
         return res.frontier
 
     def _bottom_up(self) -> bool:
@@ -306,6 +315,7 @@ class Run:
         s.sparse_time += time.perf_counter() - start
         self.trace.add("bottom-up", start - self.t0, time.perf_counter() - self.t0,
                        vertices=res.attempted, edges=res.edges)
+        progress.round_done("bottom-up", self.stats)
         return True
 
     # -- dense rounds ---------------------------------------------------------------------

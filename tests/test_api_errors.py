@@ -81,7 +81,7 @@ def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak
 
 def test_a_budget_can_be_written_with_units(directed, device):
     assert seraph.bfs(directed, 0, device=device, device_memory="1MiB").stats.resident
-    with pytest.raises(ConfigError, match="cannot read size"):
+    with pytest.raises(ConfigError, match="device_memory: cannot read 'lots'"):
         seraph.bfs(directed, 0, device=device, device_memory="lots")
 
 
@@ -89,7 +89,9 @@ def test_a_budget_can_be_written_with_units(directed, device):
     ("schedule", "fastest", "unknown schedule 'fastest'; expected one of pipelined"),
     ("predictor", "psychic", "unknown predictor 'psychic'"),
     ("device", "tpu", "unknown device 'tpu'; expected auto, cuda or cpu"),
-    ("push_alpha", -1.0, "push_alpha must be >= 0"),
+    ("push_alpha", -1.0, "push_alpha must be a finite number >= 0"),
+    ("push_alpha", float("nan"), "push_alpha must be a finite number >= 0, got nan"),
+    ("push_alpha", float("inf"), "push_alpha must be a finite number >= 0, got inf"),
     ("push_on", "gpu", "unknown push_on"),
     ("max_reentries", 0, "at least 1"),
     ("warp_speed", 9, "unknown engine option"),
@@ -134,8 +136,14 @@ def test_a_bad_diagram_is_a_config_error_whatever_the_predictor(directed, tmp_pa
         seraph.bfs(directed, 0, device=device, predictor=predictor, diagram=broken)
 
 
-def test_a_diagram_selects_the_weak_predictor_unless_one_is_named(directed, device):
+def test_a_diagram_selects_the_weak_predictor(directed, device):
     stats = seraph.bfs(directed, 0, device=device, diagram="seraph").stats
     assert stats.predictor == "weak"
-    stats = seraph.bfs(directed, 0, device=device, diagram="seraph", predictor="none").stats
-    assert stats.predictor == "none"
+    stats = seraph.bfs(directed, 0, device=device, diagram="seraph", predictor="weak").stats
+    assert stats.predictor == "weak"
+
+
+@pytest.mark.parametrize("predictor", ["strong", "none"])
+def test_a_diagram_with_a_predictor_that_ignores_it_is_refused(directed, device, predictor):
+    with pytest.raises(ConfigError, match="a diagram describes the weak predictor"):
+        seraph.bfs(directed, 0, device=device, diagram="seraph", predictor=predictor)
