@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from seraph import progress
@@ -373,19 +375,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that every cleanup runs."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _interruption(error: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or Terminated behind ``error``, if any. A signal handled while
+    numba-compiled code runs surfaces as a SystemError whose cause is the interrupt."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.command_line = _command_line(argv)
-    progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
+    # Only the main thread may set handlers; main() called from another thread keeps
+    # the default SIGTERM.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        args.command_line = _command_line(argv)
+        progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
         return args.func(args)
     except SeraphError as e:
         print(f"seraph: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("seraph: interrupted; no partial output was left behind", file=sys.stderr)
-        return 130
+    except BaseException as e:
+        interrupt = _interruption(e)
+        if interrupt is None:
+            raise
+        what, code = (("terminated", 143) if isinstance(interrupt, Terminated)
+                      else ("interrupted", 130))
+        print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
+        return code
+    finally:
+        if in_main_thread:  # a handler set outside Python reads as None
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":
