@@ -395,11 +395,32 @@ def _interruption(error: BaseException) -> BaseException | None:
     return None
 
 
+def _redeliver_interrupts(hook):
+    """An unraisable-exception hook that re-sends an interrupt Python had to drop.
+
+    A signal handled while C code calls back into Python (numba compiling, through
+    llvmlite's ctypes callbacks) raises where the exception cannot propagate: Python
+    prints it and goes on. The signal is sent again a moment later, and lands in code that
+    can unwind; other unraisable exceptions go to ``hook``."""
+    def handle(unraisable) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            signum = signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT
+            # to the main thread itself, so that a blocking call there is interrupted
+            threading.Timer(0.01, signal.pthread_kill,
+                            (threading.main_thread().ident, signum)).start()
+        else:
+            hook(unraisable)
+    return handle
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Only the main thread may set handlers; main() called from another thread keeps
     # the default SIGTERM.
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _redeliver_interrupts(
+        sys.unraisablehook)
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -418,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
         return code
     finally:
+        sys.unraisablehook = previous_hook
         if in_main_thread:  # a handler set outside Python reads as None
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 

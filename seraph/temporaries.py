@@ -156,7 +156,7 @@ def remove_leftovers(dest: Path) -> list[Path]:
                          r"-(\d+)-[0-9a-f]{8}")
     removed = []
     try:
-        entries = list(dest.parent.iterdir())
+        entries = sorted(dest.parent.iterdir())
     except FileNotFoundError:
         return removed
     host = socket.gethostname()
