@@ -629,13 +629,12 @@ def write_store(source: EdgeSource, output: str | os.PathLike, options: Options 
     options.check()
     output = Path(output)
     temporaries.check_output(output, force)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    removed = temporaries.remove_leftovers(output)
-    if removed:
-        progress.note(f"removed what an interrupted earlier run left: "
-                      f"{', '.join(p.name for p in removed)}")
     try:
-        with temporaries.temp_dir(output, "spill") as spill:
+        with temporaries.folder_for(output), temporaries.temp_dir(output, "spill") as spill:
+            removed = temporaries.remove_leftovers(output)
+            if removed:
+                progress.note(f"removed what an interrupted earlier run left: "
+                              f"{', '.join(p.name for p in removed)}")
             attrs, ids, by_source = _bucket(source, options, spill)
             with StoreWriter(output, attrs, force=force) as writer:
                 attrs.source["command"] = command or " ".join(sys.argv)

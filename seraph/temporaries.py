@@ -63,6 +63,27 @@ def temp_dir(dest: Path, kind: str) -> Iterator[Path]:
         remove_tree(path)
 
 
+@contextmanager
+def folder_for(dest: Path) -> Iterator[None]:
+    """Creates the missing folders above ``dest``; removes them again, if still empty,
+    when the block fails."""
+    created = []
+    for folder in (dest.parent, *dest.parent.parents):
+        if folder.exists():
+            break
+        created.append(folder)  # deepest first
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for folder in created:
+            try:
+                folder.rmdir()
+            except OSError:  # no longer empty: someone else's now
+                break
+        raise
+
+
 def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 

@@ -105,6 +105,14 @@ def test_interrupt_mid_write_leaves_nothing(tmp_path, monkeypatch):
     assert leftovers(tmp_path) == []
 
 
+def test_failed_write_removes_the_folders_it_made(tmp_path, monkeypatch):
+    monkeypatch.setattr(StoreWriter, "write_chunk",
+                        fail_on_call(StoreWriter.write_chunk, 2, KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        make_store(tmp_path / "new" / "deeper" / "g.zarr")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_interrupt_while_reading_leaves_nothing(tmp_path):
     def chunks():
         yield EdgeChunk(np.arange(1000) % 7, np.arange(1000) % 5)
