@@ -163,8 +163,9 @@ class StoreWriter:
         return self.path
 
     def abort(self) -> None:
-        self._syncer.shutdown(cancel_futures=True)
-        temporaries.remove_tree(self.tmp)
+        with temporaries.signals_deferred():  # waiting for the syncer, too
+            self._syncer.shutdown(cancel_futures=True)
+            temporaries.remove_tree(self.tmp)
 
     def __enter__(self) -> StoreWriter:
         return self

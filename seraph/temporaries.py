@@ -21,7 +21,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,8 +86,29 @@ def folder_for(dest: Path) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Holds SIGINT and SIGTERM until the block ends, so that a second Ctrl-C does not cut
+    a cleanup short; a signal that came meanwhile is raised again at the end. Only the
+    main thread handles signals, so elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {signum: signal.signal(signum, lambda signum, _frame: caught.append(signum))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
+
+
 def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    with signals_deferred():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # -- stores ------------------------------------------------------------------------------

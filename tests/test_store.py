@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -266,6 +267,14 @@ def test_leftovers_of_a_killed_run_are_removed_and_nothing_else(tmp_path, monkey
     err = capsys.readouterr().err.strip()
     assert err.startswith("removed what an interrupted earlier run left: ") and "\n" not in err
     assert spill.name in err and built.name in err
+
+
+def test_a_second_interrupt_waits_for_the_cleanup(tmp_path):
+    spill = temporaries.make_temp_dir(tmp_path / "g.zarr", "spill")
+    with pytest.raises(KeyboardInterrupt), temporaries.signals_deferred():
+        signal.raise_signal(signal.SIGINT)  # would interrupt the next line, if not held
+        temporaries.remove_tree(spill)
+    assert list(tmp_path.iterdir()) == []
 
 
 def sparse_files_here(directory: Path) -> bool:
