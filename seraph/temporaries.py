@@ -51,7 +51,11 @@ def mark(path: Path) -> None:
 def make_temp_dir(dest: Path, kind: str) -> Path:
     path = temp_path(dest, kind)
     path.mkdir()
-    mark(path)
+    try:
+        mark(path)
+    except BaseException:  # a full disk, say
+        remove_tree(path)
+        raise
     return path
 
 

@@ -97,6 +97,14 @@ def test_disk_full_while_spilling_parsed_edges(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_disk_full_before_the_first_edge_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(Path, "write_text", fail_on_call(Path.write_text, 1,
+                                                         OSError(errno.ENOSPC, "full")))
+    with pytest.raises(StoreError, match="disk full"):
+        make_store(tmp_path / "g.zarr")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_interrupt_mid_write_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(StoreWriter, "write_chunk",
                         fail_on_call(StoreWriter.write_chunk, 2, KeyboardInterrupt()))
