@@ -262,9 +262,11 @@ def connected_components(graph, *, config: EngineConfig | None = None,
     out-degree vertex's component is reached first (see Run.components_from_hub)."""
     g = _as_graph(graph)
     if not g.symmetric:
-        raise InputError("connected components need an undirected (symmetric) graph but this "
-                         "store is directed: preprocess it with --symmetrize (or build it with "
-                         "symmetrize=True) to get its weakly connected components")
+        remedy = ("this in-memory graph is directed: build it with symmetrize=True"
+                  if g.path is None else
+                  f"the store {g.path} is directed: preprocess it with --symmetrize")
+        raise InputError(f"connected components need an undirected (symmetric) graph but "
+                         f"{remedy} to get its weakly connected components")
     config = config or make_config(**options)
     values, stats, trace = execute(g, CC, None, config)
     # Each component is labelled by its smallest vertex, the one vertex that keeps its own id.

@@ -8,7 +8,9 @@ import importlib
 import json
 import os
 import shlex
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +40,8 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compress", action="store_true", help="blosc-lz4 compression (cold storage)")
     p.add_argument("--keep-duplicates", action="store_true", help="keep duplicate edges")
     p.add_argument("--keep-self-loops", action="store_true", help="keep self-loops")
-    p.add_argument("--force", action="store_true", help="replace an existing output")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing Seraph store at the output (nothing else)")
     p.add_argument("--seed", type=int, default=0, help="seed for generated graphs and weights")
 
 
@@ -656,12 +659,57 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 _python_show_warning = warnings.showwarning
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that every cleanup runs."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _interruption(error: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or Terminated behind ``error``, if any. A signal handled while
+    numba-compiled code runs surfaces as a SystemError whose cause is the interrupt."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _redeliver_interrupts(hook):
+    """An unraisable-exception hook that re-sends an interrupt Python had to drop.
+
+    A signal handled while C code calls back into Python (numba compiling, through
+    llvmlite's ctypes callbacks) raises where the exception cannot propagate: Python
+    prints it and goes on. The signal is sent again a moment later, and lands in code that
+    can unwind; other unraisable exceptions go to ``hook``."""
+    def handle(unraisable) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            signum = signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT
+            # to the main thread itself, so that a blocking call there is interrupted
+            threading.Timer(0.01, signal.pthread_kill,
+                            (threading.main_thread().ident, signum)).start()
+        else:
+            hook(unraisable)
+    return handle
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.command_line = _command_line(argv)
-    progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
+    # Only the main thread may set handlers; main() called from another thread keeps
+    # the default SIGTERM.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _redeliver_interrupts(
+        sys.unraisablehook)
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        args.command_line = _command_line(argv)
+        progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             code = args.func(args)
@@ -677,9 +725,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except KeyboardInterrupt:
-        print("seraph: interrupted; no partial output was left behind", file=sys.stderr)
-        return 130
+    except BaseException as e:
+        interrupt = _interruption(e)
+        if interrupt is None:
+            raise
+        what, code = (("terminated", 143) if isinstance(interrupt, Terminated)
+                      else ("interrupted", 130))
+        print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
+        return code
+    finally:
+        sys.unraisablehook = previous_hook
+        if in_main_thread:  # a handler set outside Python reads as None
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

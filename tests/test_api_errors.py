@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import seraph
+from partitioner.preprocess import preprocess
 from seraph.api import cuda_status
 from seraph.errors import ConfigError, DeviceError, InputError
 
@@ -52,9 +53,19 @@ def test_sssp_on_an_unweighted_graph_suggests_bfs_or_weights(directed, device):
     assert "bfs" in str(err.value) and "--weights" in str(err.value)
 
 
-def test_cc_on_a_directed_graph_suggests_symmetrize(directed, device):
-    with pytest.raises(InputError, match="--symmetrize"):
+def test_cc_on_a_directed_in_memory_graph_says_how_to_build_it(directed, device):
+    with pytest.raises(InputError, match="in-memory graph is directed: build it with "
+                                         "symmetrize=True") as err:
         seraph.connected_components(directed, device=device)
+    assert "--symmetrize" not in str(err.value) and "store" not in str(err.value)
+
+
+def test_cc_on_a_directed_store_says_how_to_preprocess_it(tmp_path, device):
+    src = np.arange(6)
+    path = preprocess((src, (src + 1) % 6), tmp_path / "d.zarr", page_edges=PAGE_EDGES)
+    with pytest.raises(InputError, match=r"store .*d\.zarr is directed: preprocess it with "
+                                         "--symmetrize"):
+        seraph.connected_components(str(path), device=device)
 
 
 def test_a_graph_that_is_not_a_graph_is_refused(device):
