@@ -109,7 +109,7 @@ def patched(owner, name: str, value) -> Iterator[None]:
 
 # --------------------------------------------------------------------------- subcommands
 def rounds(graph: seraph.Graph, args) -> None:
-    from seraph.bottom_up import unsettled
+    from seraph.backends.cpu.bottom_up import unsettled
     from seraph.lightest import NO_BOUND
 
     indptr = graph.csc()[0]

@@ -23,7 +23,7 @@ from partitioner import generators
 from partitioner.writer import Options, write_store
 from seraph.algorithms import ALGORITHMS
 from seraph.backends.base import Layout
-from seraph.backends.cuda import CudaBackend
+from seraph.backends.cuda.backend import CudaBackend
 
 
 def parse_variants(text: str) -> list[tuple[int, int]]:

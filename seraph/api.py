@@ -95,7 +95,7 @@ def cuda_status() -> tuple[bool, str]:
     if count == 0:
         return False, "no CUDA device is visible"
     try:
-        import seraph.backends.cuda  # noqa: F401
+        import seraph.backends.cuda.backend  # noqa: F401
     except ImportError as e:
         return False, f"the CUDA backend is not available in this build ({e})"
     return True, "ok"
@@ -118,10 +118,10 @@ def resolve_device(device: str) -> str:
 
 def _make_backend(device: str, config: EngineConfig, *args):
     if device == "cuda":
-        from seraph.backends.cuda import CudaBackend
+        from seraph.backends.cuda.backend import CudaBackend
 
         return CudaBackend(*args, push_on=config.push_on)
-    from seraph.backends.cpu import CpuBackend
+    from seraph.backends.cpu.backend import CpuBackend
 
     return CpuBackend(*args)
 
@@ -151,7 +151,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         table, initial_state = diagram.table, diagram.initial
     budget = config.device_memory
     if device == "cuda" and budget is None:
-        from seraph.backends.cuda import default_budget
+        from seraph.backends.cuda.backend import default_budget
 
         budget = default_budget(graph)
     layout = Layout.for_run(graph, algorithm, predictor, budget)

@@ -33,10 +33,10 @@ import numpy as np
 
 from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.base import Backend, Layout, graph_cached, out_degrees
-from seraph.backends.cpu_kernels import NONE, STRONG, WEAK, page_source_blocks, pages_active
+from seraph.backends.cpu.pull import NONE, STRONG, WEAK, page_source_blocks, pages_active
+from seraph.backends.cpu.push import edges_below
 from seraph.errors import ConfigError
 from seraph.predictors import load_diagram
-from seraph.push import edges_below
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -284,7 +284,7 @@ class Run:
 
     def _bottom_up(self) -> bool:
         """A round that pulls the vertices not yet proven final, when their in-edges are
-        few enough (see :mod:`seraph.bottom_up`); returns whether it ran. The weak
+        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran. The weak
         predictor's skips void the strong proofs, so under it no vertex counts as settled."""
         if not self.push_limit or self.predictor == WEAK or self.threshold < 0:
             return False

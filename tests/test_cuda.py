@@ -107,7 +107,7 @@ def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
     the device's push lists; the answers are the CPU's either way. The hub's component
     (a star on 150) has a leaf as its smallest id, after 40 two-vertex components and
     isolated vertices."""
-    from seraph.backends import cuda
+    from seraph.backends.cuda import backend as cuda
 
     if capacity:
         monkeypatch.setattr(cuda, "frontier_capacity", lambda n: capacity)
@@ -141,7 +141,7 @@ def test_persistent_kernel_resweeps_windows_on_the_device(schedule):
     one launch, giving the CPU's answer. Under reentry every window is swept until it stops
     changing (reentries counted, trace events with several passes); under pipelined only
     while a copy is in flight, which on this tiny graph may never last a pass."""
-    from seraph.backends.cuda import _co_resident_blocks, _kernels
+    from seraph.backends.cuda.backend import _co_resident_blocks, _kernels
 
     n = 4000
     src = np.arange(n - 1)
@@ -195,7 +195,7 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges,
     the CPU's. With hub_edges 100, the hubs' in-edges go to chunks of
     24 (seraph/hubs.py), a warp each."""
     from partitioner.generators import gap_weights, rmat
-    from seraph.backends.cuda import CudaBackend
+    from seraph.backends.cuda.backend import CudaBackend
 
     chunk = next(iter(rmat(11, 16, seed=3, weights=gap_weights()).chunks()))
     graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1 << 11,

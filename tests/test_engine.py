@@ -26,7 +26,7 @@ from test_predictors import SLEEPY_TOML
 import seraph
 from seraph import scheduler
 from seraph.backends.base import Layout
-from seraph.backends.cpu_kernels import SERIAL_EDGES, page_source_blocks, pages_active
+from seraph.backends.cpu.pull import SERIAL_EDGES, page_source_blocks, pages_active
 from seraph.graph import Graph
 from seraph.scheduler import Run
 
@@ -461,8 +461,8 @@ def _core_with_a_tail(weight_of_core: float | None) -> Edges:
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, device):
     """When few vertices are left above the strong threshold, the host pulls them instead
-    of a dense round (seraph/bottom_up.py). The weak predictor voids the threshold, so it
-    never does."""
+    of a dense round (seraph/backends/cpu/bottom_up.py). The weak predictor voids the
+    threshold, so it never does."""
     # SSSP's threshold settles the core at once only when its weights are zero.
     edges = _core_with_a_tail(0.0 if algorithm == "sssp" else None)
     if algorithm == "cc":
@@ -502,7 +502,7 @@ def test_pipelined_steps_that_take_several_landed_pages(monkeypatch, sleepy):
     """A copy engine faster than the host: every copy in flight has landed when a step
     ends, so each step takes a batch of up to four pages into the window (on the CPU
     backend copies rarely land together on their own)."""
-    from seraph.backends.cpu import CpuBackend
+    from seraph.backends.cpu.backend import CpuBackend
 
     def landed(self, slot: int) -> bool:
         copy = self._copies.get(slot)

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from seraph import hubs
-from seraph.backends.cpu_kernels import label_from_reach
+from seraph.backends.cpu.pull import label_from_reach
+from seraph.backends.cpu.push import Scratch, push_until
 from seraph.errors import DeviceError
 from seraph.lightest import NO_BOUND, LightestIn, lightest_in
 from seraph.predictors import OWES
-from seraph.push import Scratch, push_until
 from seraph.semiring import STORED
 from seraph.units import format_size
 
@@ -294,8 +294,8 @@ class Backend(ABC):
         ``edge_limit`` out-edges or more; at least one round runs. The vertices lowered get
         their blocks marked with ``epoch`` and their predictor states reset.
 
-        Here the CPU push engine (:mod:`seraph.push`) runs on :meth:`host_values` and the
-        changes go back through :meth:`apply_host_changes`; a device may push itself."""
+        Here the CPU push engine (:mod:`seraph.backends.cpu.push`) runs on :meth:`host_values`
+        and the changes go back through :meth:`apply_host_changes`; a device may push itself."""
         graph, alg = self.graph, self.algorithm
         indptr, indices, weights = graph.csr()
         if self._scratch is None:
@@ -314,7 +314,7 @@ class Backend(ABC):
                            minimum)
 
     def label_unreached(self) -> np.ndarray | None:
-        """After a reach from a hub: the labels of :func:`~seraph.backends.cpu_kernels.
+        """After a reach from a hub: the labels of :func:`~seraph.backends.cpu.pull.
         label_from_reach`; returns the unreached vertices with out-edges, whose labels
         must still spread (a backend may return None instead: every vertex)."""
         values = self.host_values()
@@ -339,10 +339,10 @@ class Backend(ABC):
 
     @abstractmethod
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
-        """A bottom-up round (:mod:`seraph.bottom_up`), when the vertices with in-edges whose
-        value is above ``threshold`` have fewer than ``edge_limit`` of them (None: it did
-        not run). Each such vertex pulls all of its in-edges; the vertices lowered are
-        flagged changed and their blocks marked with ``epoch``, as a sweep's are."""
+        """A bottom-up round (:mod:`seraph.backends.cpu.bottom_up`), when the vertices with
+        in-edges whose value is above ``threshold`` have fewer than ``edge_limit`` of them
+        (None: it did not run). Each such vertex pulls all of its in-edges; the vertices
+        lowered are flagged changed and their blocks marked with ``epoch``, as a sweep's are."""
 
     @abstractmethod
     def take_owing_pages(self) -> np.ndarray:

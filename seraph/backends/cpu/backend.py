@@ -14,10 +14,10 @@ import numba
 import numpy as np
 
 from seraph.backends.base import Backend, BottomUpResult, SweepResult, out_degrees, take_owing_pages
-from seraph.backends.cpu_kernels import blocks_of, sweep_pages
-from seraph.bottom_up import pull_round, unsettled
+from seraph.backends.cpu.bottom_up import pull_round, unsettled
+from seraph.backends.cpu.pull import blocks_of, sweep_pages
+from seraph.backends.cpu.push import edges_below
 from seraph.predictors import OWES, STATE_MASK
-from seraph.push import edges_below
 
 
 class CpuBackend(Backend):

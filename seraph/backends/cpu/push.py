@@ -38,7 +38,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from seraph.atomics import atomic_load, atomic_min, atomic_xchg
+from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
 from seraph.errors import ConfigError
 from seraph.semiring import STORED, UNIT, infinity, value_dtype
 

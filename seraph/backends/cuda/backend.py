@@ -5,8 +5,8 @@ copy is a DMA at full PCIe speed. What every run of a graph uploads alike (the C
 and, when the graph fits, all its pages) stays on the device between runs
 (:class:`DeviceGraph`). Copies run on their own stream and record an event per
 slot; a sweep runs on the compute stream after making it wait on the events of the pages
-it reads. The kernels come from ``seraph/kernels/*.cu`` (pull, push and select, each after
-``values.cuh``) through ``RawModule``.
+it reads. The kernels come from ``kernels/*.cu`` beside this module (pull, push and select,
+each after ``values.cuh``) through ``RawModule``.
 
 A window's repeated sweeps run in one persistent cooperative kernel: right after a page's
 bytes, the copy stream writes the load's sequence number into device memory, and the
@@ -43,7 +43,7 @@ from seraph.backends.base import (
     take_owing_pages,
     take_pooled,
 )
-from seraph.backends.cpu_kernels import blocks_of, copy_parallel
+from seraph.backends.cpu.pull import blocks_of, copy_parallel
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK
 
@@ -58,11 +58,11 @@ _SUFFIX = {np.dtype(np.uint8): "u8", np.dtype(np.int32): "i32", np.dtype(np.floa
 
 
 def _kernels(source: str = "pull.cu", cooperative: bool = False) -> cp.RawModule:
-    """A kernel file of seraph/kernels, after the shared ``values.cuh``, compiled once per
-    process (and cached on disk by cupy); the cooperative build is the one whose kernels
-    may sync the whole grid."""
+    """A kernel file of kernels/ (beside this module), after the shared ``values.cuh``,
+    compiled once per process (and cached on disk by cupy); the cooperative build is the one
+    whose kernels may sync the whole grid."""
     if (source, cooperative) not in _modules:
-        kernels = resources.files("seraph").joinpath("kernels")
+        kernels = resources.files("seraph.backends.cuda").joinpath("kernels")
         code = kernels.joinpath("values.cuh").read_text() + kernels.joinpath(source).read_text()
         _modules[source, cooperative] = cp.RawModule(code=code, options=("-std=c++17",),
                                                      enable_cooperative_groups=cooperative)
