@@ -205,7 +205,7 @@ def paged_budget(graph, predictor: str, alg: str) -> int:
     """A device budget holding the vertex state and a quarter of the pages (at least 2);
     only SSSP's pages carry weights."""
     from seraph.algorithms import ALGORITHMS as SPECS
-    from seraph.backends.base import Layout
+    from seraph.backends.layout import Layout
 
     layout = Layout.for_run(graph, SPECS[alg], predictor, None)
     slots = max(2, math.ceil(PAGED_FRACTION * graph.num_pages))

@@ -504,8 +504,8 @@ def warm_page_summary(graph) -> float | None:
     """Builds the engine's per-graph page summary before anything is timed (it is cached on
     the graph; the first run would otherwise pay for it)."""
     try:
-        from seraph.backends.base import Layout
-        from seraph.scheduler import page_summary
+        from seraph.backends.activity import page_summary
+        from seraph.backends.layout import Layout
 
         start = time.perf_counter()
         page_summary(graph, Layout.plan(graph, False, None))
@@ -520,7 +520,7 @@ def resident_layout(graph, alg: str, schedule: str):
     predictor: its vertex state bytes and its slot bytes."""
     import seraph
     from seraph.algorithms import ALGORITHMS as SPECS
-    from seraph.backends.base import Layout
+    from seraph.backends.layout import Layout
 
     spec = SPECS[alg]
     predictor = seraph.make_config(schedule=schedule).resolved_predictor(spec)

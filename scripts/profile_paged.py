@@ -13,7 +13,8 @@ the time above the copy floor goes. The questions it answers, one per subcommand
   The bottom-up round starts once the open share is below the backend's limit.
 - ``gaps``: paged BFS, CC and SSSP with a trace; the copy engine's idle gaps above
   0.5 ms, and the sparse rounds (optionally the traces, for ``seraph plot``).
-- ``share``: paged SSSP under several GPU bottom-up limits (scheduler.GPU_BOTTOM_UP_SHARE).
+- ``share``: paged SSSP under several GPU bottom-up limits
+  (seraph.backends.cuda.backend.BOTTOM_UP_SHARE).
 - ``final``: paged BFS, CC and SSSP with the last window of each dense round swept at
   most so many times (scheduler.LAST_WINDOW_SWEEPS; ``max_reentries``, 8, was the rule
   until session 10: on RMAT-26 SSSP the copy engine idled 93 and 70 ms at the ends of its
@@ -177,10 +178,12 @@ def gaps(graph: seraph.Graph, args) -> None:
 
 
 def share(graph: seraph.Graph, args) -> None:
+    from seraph.backends.cuda import backend as cuda_backend
+
     run = runner(graph, "sssp", args)
     run()
     for value in (float(x) for x in args.shares.split(",")):
-        with patched(scheduler, "GPU_BOTTOM_UP_SHARE", value):
+        with patched(cuda_backend, "BOTTOM_UP_SHARE", value):
             print(f"share {value:4}: {row(best_of_two(run))}", flush=True)
 
 

@@ -22,8 +22,8 @@ import seraph
 from partitioner import generators
 from partitioner.writer import Options, write_store
 from seraph.algorithms import ALGORITHMS
-from seraph.backends.base import Layout
 from seraph.backends.cuda.backend import CudaBackend
+from seraph.backends.layout import Layout
 
 
 def parse_variants(text: str) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from seraph.algorithms import BFS, CC, REACH, SSSP, Algorithm
+from seraph.backends import backend_class
 from seraph.errors import ConfigError, DeviceError, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
@@ -95,7 +96,7 @@ def cuda_status() -> tuple[bool, str]:
     if count == 0:
         return False, "no CUDA device is visible"
     try:
-        import seraph.backends.cuda.backend  # noqa: F401
+        backend_class("cuda")
     except ImportError as e:
         return False, f"the CUDA backend is not available in this build ({e})"
     return True, "ok"
@@ -116,16 +117,6 @@ def resolve_device(device: str) -> str:
     return "cpu"
 
 
-def _make_backend(device: str, config: EngineConfig, *args):
-    if device == "cuda":
-        from seraph.backends.cuda.backend import CudaBackend
-
-        return CudaBackend(*args, push_on=config.push_on)
-    from seraph.backends.cpu.backend import CpuBackend
-
-    return CpuBackend(*args)
-
-
 # -- running ---------------------------------------------------------------------------------
 def _as_graph(graph) -> Graph:
     if isinstance(graph, Graph):
@@ -138,7 +129,7 @@ def _as_graph(graph) -> Graph:
 def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig
             ) -> tuple[np.ndarray, RunStats, Trace]:
     """Runs an algorithm to convergence; returns the engine's values (INF = unreached)."""
-    from seraph.backends.base import Layout
+    from seraph.backends.layout import Layout
 
     start = time.perf_counter()
     device = resolve_device(config.device)
@@ -149,11 +140,10 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
 
         diagram = load_diagram(config.diagram or "seraph")
         table, initial_state = diagram.table, diagram.initial
+    backend_cls = backend_class(device)
     budget = config.device_memory
-    if device == "cuda" and budget is None:
-        from seraph.backends.cuda.backend import default_budget
-
-        budget = default_budget(graph)
+    if budget is None:
+        budget = backend_cls.default_budget(graph)
     layout = Layout.for_run(graph, algorithm, predictor, budget)
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,
                      predictor=predictor, num_vertices=graph.num_vertices,
@@ -163,7 +153,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     hub = _components_hub(graph, algorithm, layout, config)
     if hub is not None:
         algorithm, source = REACH, hub
-    backend = _make_backend(device, config, graph, algorithm, layout, table, initial_state)
+    backend = backend_cls.create(config, graph, algorithm, layout, table, initial_state)
     try:
         backend.init_values(source)
         run = Run(graph, algorithm, backend, config, predictor, stats, trace)
@@ -175,8 +165,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         done = time.perf_counter()
         values = backend.result()
         stats.readback_time = time.perf_counter() - done
-        stats.peak_device_memory = getattr(backend, "peak_memory", 0)
-        if getattr(backend, "upload_bytes", 0):  # a resident graph's one upload
+        stats.peak_device_memory = backend.peak_memory
+        if backend.upload_bytes:  # a resident graph's one upload
             stats.bytes_h2d += backend.upload_bytes
             stats.pages_transferred += graph.num_pages
     finally:
@@ -195,7 +185,7 @@ def _components_hub(graph: Graph, algorithm: Algorithm, layout, config: EngineCo
     if algorithm is not CC or layout.resident or config.schedule == "single" or \
             graph.num_vertices == 0:
         return None
-    from seraph.backends.base import graph_cached, out_degrees
+    from seraph.backends.caches import graph_cached, out_degrees
 
     # Kept with the graph: the argmax alone takes 20 ms at 2**26 vertices.
     return graph_cached(graph, "cc hub", lambda: int(np.argmax(out_degrees(graph))))

@@ -245,7 +245,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"{graph.num_pages} pages, {time.perf_counter() - t:.2f} s")
         # A budget of a quarter of the pages (plus the vertex state) makes the graph page
         # through the slots, as a graph larger than GPU memory would.
-        from seraph.backends.base import Layout
+        from seraph.backends.layout import Layout
 
         layout = Layout.plan(graph, weak=True, budget=None)
         budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes

@@ -32,11 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from seraph.algorithms import ROUNDS, Algorithm
-from seraph.backends.base import Backend, Layout, graph_cached, out_degrees
-from seraph.backends.cpu.pull import NONE, STRONG, WEAK, page_source_blocks, pages_active
-from seraph.backends.cpu.push import edges_below
+from seraph.backends.activity import edges_below, page_summary, pages_active
+from seraph.backends.base import Backend
+from seraph.backends.caches import out_degrees
 from seraph.errors import ConfigError
-from seraph.predictors import load_diagram
+from seraph.predictors import CODES as PREDICTOR_CODES
+from seraph.predictors import NONE, WEAK, load_diagram
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -44,14 +45,6 @@ PUSH_ON = ("device", "host")
 #: Page copies the pipelined schedule keeps in flight when it has the slots (at most half
 #: of them, less one).
 PREFETCH = 4
-PREDICTOR_CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
-#: On the CPU, a bottom-up round takes up to this many times the push limit's edges: it
-#: reads each in-edge once with no atomic write, about half the cost of a pushed edge
-#: (2.1-3.4 ns against 3.9-6.4 ns on RMAT-20, 2 threads).
-PULL_PER_PUSH = 2
-#: On a GPU whose pages move, a bottom-up round takes up to this share of all edges
-#: (see bottom_up_edge_limit).
-GPU_BOTTOM_UP_SHARE = 0.7
 #: Passes the pipelined schedule makes over a round's last window, which no copy follows.
 #: Re-sweeping it there leaves the copy engine idle, and the next round starts with the
 #: same pages, re-sweeping them while its copies run (docs/engine.md).
@@ -100,36 +93,6 @@ class EngineConfig:
         return self.predictor
 
 
-def page_summary(graph, layout: Layout) -> np.ndarray:
-    """Source blocks read by each page (a bit per block), built once per graph and block
-    size."""
-    return graph_cached(graph, ("page_summary", layout.block_shift), lambda: page_source_blocks(
-        graph.csc()[1], graph.page_edges, graph.num_pages, layout.block_shift,
-        layout.num_blocks))
-
-
-def default_push_alpha(backend: Backend) -> float:
-    """20 (push when the frontier's out-edges are under 5% of the edges), except on a GPU
-    holding the whole graph: there a dense round over the active pages costs about a
-    millisecond, less than taking the values to the host and back, so it never pushes."""
-    return 0.0 if backend.name == "cuda" and backend.layout.resident else 20.0
-
-
-def bottom_up_edge_limit(backend: Backend, push_limit: float, num_edges: int) -> float:
-    """The most in-edges a bottom-up round takes (it runs only where pushes do).
-
-    On the CPU, :data:`PULL_PER_PUSH` times the push limit. On a GPU, a share of all edges
-    (:data:`GPU_BOTTOM_UP_SHARE`): the round reads the unsettled vertices' in-edges from
-    the host's pinned CSC in place, in aligned 128-byte tiles at about the PCIe copy rate
-    (kernels/pull.cu, pull_tiles), where the dense round moves every active page. RMAT-26
-    at 25% on an H100 (session 11): BFS's round read 875 M in-edges in 73 ms, where a
-    dense round over all 2.1 G takes about 0.25 s; SSSP took 0.756 s at 0.7 and 0.9, with
-    one dense round where 0.5 needs two (0.821 s). docs/engine.md has the figures."""
-    if backend.name == "cuda":
-        return GPU_BOTTOM_UP_SHARE * num_edges
-    return PULL_PER_PUSH * push_limit
-
-
 class Run:
     """One execution of an algorithm on a graph with a backend."""
 
@@ -149,10 +112,11 @@ class Run:
         self.rechecking = False  # the current round is the weak predictor's final re-check
         self.t0 = time.perf_counter()
         m = graph.num_edges
-        alpha = default_push_alpha(backend) if config.push_alpha is None else config.push_alpha
+        alpha = backend.default_push_alpha() if config.push_alpha is None else \
+            config.push_alpha
         use_push = config.schedule != "single" and alpha > 0 and m > 0
         self.push_limit = m / alpha if use_push else 0.0
-        self.bottom_up_limit = bottom_up_edge_limit(backend, self.push_limit, m)
+        self.bottom_up_limit = backend.bottom_up_edge_limit(self.push_limit, m)
 
     # -- activity -------------------------------------------------------------------------
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:

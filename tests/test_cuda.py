@@ -12,7 +12,7 @@ import pytest
 import seraph
 from seraph import hubs
 from seraph.api import cuda_status
-from seraph.backends.base import Layout
+from seraph.backends.layout import Layout
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not cuda_status()[0], reason="no usable GPU: "
@@ -71,7 +71,7 @@ def test_push_rounds_on_the_device(symmetric, predictor):
     graph's CSC or a directed graph's own CSR: every answer is the CPU's, pushing on the
     device or on the host. (test_cuda_matches_cpu pushes on the device, the default.)"""
     from partitioner.generators import gap_weights, rmat
-    from seraph.backends.base import frontier_capacity
+    from seraph.backends.layout import frontier_capacity
 
     chunk = next(iter(rmat(18, 4, seed=5, weights=gap_weights()).chunks()))
     graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1 << 18,
@@ -223,7 +223,7 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     chunk, across several, hubs cut into chunks) and arrays starting anywhere give the
     CPU's answers, in rounds that pull every open vertex (the edge limit lifted)."""
     from partitioner.generators import gap_weights, rmat
-    from seraph import scheduler
+    from seraph.backends.cuda import backend as cuda_backend
 
     chunk = next(iter(rmat(10, 16, seed=offset, weights=gap_weights()).chunks()))
     # Vertices past R-MAT's 1,024 have no edges: whole tiles of empty rows.
@@ -238,7 +238,7 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     assert degrees.max() > 150 and (degrees == 0).any() and (degrees == 1).any()
     monkeypatch.setattr(hubs, "HUB_EDGES", 150)
     monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
-    monkeypatch.setattr(scheduler, "GPU_BOTTOM_UP_SHARE", 1.0)
+    monkeypatch.setattr(cuda_backend, "BOTTOM_UP_SHARE", 1.0)
     hub = int(np.argmax(graph.out_degrees()))
     for budget in budgets(graph, False):
         opts = dict(device_memory=budget, predictor="strong", push_alpha=20.0)

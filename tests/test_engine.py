@@ -25,8 +25,10 @@ from test_predictors import SLEEPY_TOML
 
 import seraph
 from seraph import scheduler
-from seraph.backends.base import Layout
-from seraph.backends.cpu.pull import SERIAL_EDGES, page_source_blocks, pages_active
+from seraph.backends import backend_class
+from seraph.backends.activity import page_source_blocks, pages_active
+from seraph.backends.cpu.pull import SERIAL_EDGES
+from seraph.backends.layout import Layout
 from seraph.graph import Graph
 from seraph.scheduler import Run
 
@@ -285,7 +287,7 @@ def test_answers_do_not_depend_on_the_bottom_up_limit(data, cfg, algorithm, shar
     case = data.draw(inputs(weighted=algorithm == "sssp",
                             symmetric=True if algorithm == "cc" else None))
     limit = lambda backend, push_limit, num_edges: share * num_edges  # noqa: E731
-    with mock.patch.object(scheduler, "bottom_up_edge_limit", limit):
+    with mock.patch.object(backend_class(device), "bottom_up_edge_limit", limit):
         check_run(algorithm, *case, cfg, sleepy, device)
 
 
@@ -481,7 +483,8 @@ def test_a_dense_round_takes_what_a_bottom_up_round_changed(monkeypatch, device)
     out-edges are too many to push, so the dense round after it must take them to vertex
     13 (level 4), which comes before 19 in the bottom-up round's order. (On a GPU, under
     the bottom-up share it was found with: a larger one pulls every round.)"""
-    monkeypatch.setattr(scheduler, "GPU_BOTTOM_UP_SHARE", 0.5)
+    if device == "cuda":
+        monkeypatch.setattr("seraph.backends.cuda.backend.BOTTOM_UP_SHARE", 0.5)
     arcs = [(20, 15), (16, 5), (12, 15), (7, 18), (8, 10), (17, 14), (1, 0), (18, 20), (4, 4),
             (9, 8), (20, 4), (20, 19), (20, 18), (13, 3), (0, 9), (10, 0), (1, 16), (3, 18),
             (14, 19), (19, 13), (4, 8), (15, 20), (13, 19), (13, 20), (4, 14), (19, 11),

@@ -89,21 +89,6 @@ class PushResult:
         return self.frontier.size == 0
 
 
-def edges_below(vertices: np.ndarray, outdeg: np.ndarray, limit: float) -> bool:
-    """Whether ``vertices`` have fewer than ``limit`` out-edges in all."""
-    return _edges_below(vertices, outdeg, limit)
-
-
-@njit(cache=True)
-def _edges_below(vertices, outdeg, limit):
-    edges = 0
-    for v in vertices:
-        edges += outdeg[v]
-        if edges >= limit:
-            return False
-    return True
-
-
 def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                values: np.ndarray, frontier: np.ndarray, in_next: np.ndarray,
                weight_mode: int) -> tuple[np.ndarray, int]:
