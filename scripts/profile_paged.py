@@ -42,6 +42,7 @@ import numpy as np
 
 import seraph
 from seraph import scheduler
+from seraph.algorithms import get
 
 ALGORITHMS = ("sssp", "bfs", "cc")
 
@@ -72,18 +73,13 @@ def runner(graph: seraph.Graph, alg: str, args) -> Callable[..., object]:
     source = int(np.argmax(graph.out_degrees()))
 
     def run(**options):
-        options = dict(device=args.device, device_memory=budget, **options)
-        if alg == "cc":
-            return seraph.connected_components(graph, **options)
-        return getattr(seraph, alg)(graph, source, **options)
+        return seraph.run(graph, alg, get(alg).source_for(source), device=args.device,
+                          device_memory=budget, **options)
     return run
 
 
 def answer(result) -> np.ndarray:
-    for field in ("distances", "levels", "labels"):
-        if hasattr(result, field):
-            return getattr(result, field)
-    raise TypeError(type(result))
+    return result.values
 
 
 def best_of_two(run: Callable[..., object], **options):

@@ -121,26 +121,18 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- run / demo ---------------------------------------------------------------------------
 def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False):
-    """Runs one algorithm through the API; returns (result, main array)."""
-    import seraph
+    """Runs one algorithm through the API (``source`` only where it takes one); returns
+    (result, main array)."""
+    from seraph.algorithms import run
 
-    if algorithm == "bfs":
-        res = seraph.bfs(graph, source, predecessors=predecessors, config=config)
-        return res, res.levels
-    if algorithm == "sssp":
-        res = seraph.sssp(graph, source, predecessors=predecessors, config=config)
-        return res, res.distances
-    res = seraph.connected_components(graph, config=config)
-    return res, res.labels
+    options = {"predecessors": predecessors} if ALGORITHMS[algorithm].needs_source else {}
+    res = run(graph, algorithm, ALGORITHMS[algorithm].source_for(source), config=config,
+              **options)
+    return res, res.values
 
 
 def _summary(algorithm: str, values) -> str:
-    import numpy as np
-
-    if algorithm == "cc":
-        return f"{len(np.unique(values)):,} components"
-    reached = int((values >= 0).sum() if algorithm == "bfs" else np.isfinite(values).sum())
-    return f"{reached:,} reached"
+    return ALGORITHMS[algorithm].summary(values)
 
 
 def _save(path: str, graph, values, preds) -> None:
@@ -184,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = args.source
     if source is None and args.config:
         source = load_config(args.config).get("source")
-    if source is None and args.algorithm != "cc":
+    if source is None and ALGORITHMS[args.algorithm].needs_source:
         source = int(graph.vertex_ids[0])
     config = run_config(args.config, **_engine_options(args))
     res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors)
@@ -195,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         res.trace.write(args.trace, res.stats)
     verdict = None
     if args.validate:
-        src = None if args.algorithm == "cc" else graph.vertex_index(source)
+        src = graph.vertex_index(source) if ALGORITHMS[args.algorithm].needs_source else None
         verdict = check(graph, args.algorithm, values, src) or "ok"
     st = res.stats
     if args.json:
@@ -261,7 +253,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         rows, failed = [], False
         for alg in ALGORITHMS:
             res, values = run_algorithm(graph, alg, source, config)
-            verdict = check(graph, alg, values, None if alg == "cc" else source)
+            verdict = check(graph, alg, values, ALGORITHMS[alg].source_for(source))
             failed |= verdict is not None
             st = res.stats
             rows.append((alg.upper(), f"{st.wall_time:.3f}", str(st.rounds),

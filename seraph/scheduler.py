@@ -31,13 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from seraph.algorithms import ROUNDS, Algorithm
 from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.base import Backend
 from seraph.backends.caches import out_degrees
 from seraph.errors import ConfigError
 from seraph.predictors import CODES as PREDICTOR_CODES
 from seraph.predictors import NONE, WEAK, load_diagram
+from seraph.spec import ROUNDS, Algorithm
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -170,25 +170,12 @@ class Run:
                 frontier, sparse = changed, True
                 self.stats.switches_to_sparse += 1
 
-    def components_from_hub(self, hub: int) -> None:
-        """Connected components with the largest one found first, as GAP's Afforest does:
-        min-label propagation from every vertex moves 1.75 passes of pages on an R-MAT,
-        most of them to spread labels through the giant component, which a reach from its
-        hub covers in one BFS-like pass with push and bottom-up rounds.
-
-        The backend runs :data:`~seraph.algorithms.REACH` from ``hub`` (values start at
-        infinity, 0 at the hub). Then every reached vertex takes the smallest reached id,
-        its component's label, and every other vertex its own id; from there the other
-        components' labels spread as plain CC's do, starting from the unreached vertices
-        with out-edges (on an R-MAT, small components: push rounds). The answer is plain
-        CC's: the hub's component is closed and holds its smallest id, and no other
-        label can enter or leave it."""
-        self.execute(np.array([hub], dtype=np.int64))
-        spreading = self.be.label_unreached()
-        # The labels changed outside a round: nothing is proven final until one has run.
+    def values_changed_outside(self) -> None:
+        """The values changed outside a round (a plan's own step, as CC's labelling after
+        its hub phase): nothing is proven final until a round has run, and what is marked
+        from now on gets an epoch of its own."""
         self.threshold = -1
         self.epoch += 1
-        self.execute(spreading)
 
     def _is_sparse(self, frontier: np.ndarray) -> bool:
         return self.push_limit > 0 and edges_below(frontier, out_degrees(self.g),

@@ -25,12 +25,12 @@ from test_predictors import SLEEPY_TOML
 
 import seraph
 from seraph import scheduler
+from seraph.algorithms import cc
 from seraph.backends import backend_class
 from seraph.backends.activity import page_source_blocks, pages_active
 from seraph.backends.cpu.pull import SERIAL_EDGES
 from seraph.backends.layout import Layout
 from seraph.graph import Graph
-from seraph.scheduler import Run
 
 SCHEDULES = ("pipelined", "reentry", "single")
 #: "sleepy" is a valid but bad weak diagram: a vertex sleeps 20 sweeps after any failure.
@@ -703,12 +703,12 @@ def test_activity_summary_matches_its_definition(seed, num_blocks, page_edges):
 @pytest.mark.parametrize("predictor", ["strong", "weak", "none"])
 def test_paged_cc_labels_the_hubs_component_first(monkeypatch, device, alpha, predictor):
     """Paged CC reaches the highest out-degree vertex's component first, then labels the
-    rest (Run.components_from_hub); resident and single-schedule CC do not. The hub's
-    component (a star on 50 with a tail) has larger ids than a long chain, a self-loop, a
-    duplicated edge and isolated vertices, and its smallest id is a leaf."""
+    rest (seraph.algorithms.cc.components_from_hub); resident and single-schedule CC do
+    not. The hub's component (a star on 50 with a tail) has larger ids than a long chain, a
+    self-loop, a duplicated edge and isolated vertices, and its smallest id is a leaf."""
     calls = []
-    original = Run.components_from_hub
-    monkeypatch.setattr(Run, "components_from_hub",
+    original = cc.components_from_hub
+    monkeypatch.setattr(cc, "components_from_hub",
                         lambda run, hub: (calls.append(hub), original(run, hub))[1])
     star = [(50, v) for v in (*range(40, 50), *range(51, 60))] + [(59, 70), (70, 71)]
     chain = [(v, v + 1) for v in range(12)]

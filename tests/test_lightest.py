@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import seraph
+from seraph.algorithms import get
 from seraph.backends import base, caches
 from seraph.backends.layout import Layout
 from seraph.lightest import NO_BOUND, lightest_in, proven
@@ -74,7 +75,7 @@ def heavy_graph() -> seraph.Graph:
 @pytest.mark.parametrize("paged", [False, True])
 def test_the_rule_proves_more_and_changes_nothing(paged, device, monkeypatch):
     graph = heavy_graph()
-    layout = Layout.for_run(graph, seraph.algorithms.SSSP, "strong", None)
+    layout = Layout.for_run(graph, get("sssp").spec, "strong", None)
     opts = dict(device=device, predictor="strong", push_alpha=0,
                 device_memory=layout.state_bytes + 2 * layout.slot_bytes if paged else None)
     with_rule = seraph.sssp(graph, 0, **opts)
@@ -97,7 +98,7 @@ def test_fractional_weights_keep_answers_exact(paged, device):
                                     rng.uniform(0.1, 3.0, m).astype(np.float32),
                                     num_vertices=n, symmetrize=True, page_edges=1024)
     assert caches.graph_lightest_in(graph).unit not in (0, 1)
-    layout = Layout.for_run(graph, seraph.algorithms.SSSP, "strong", None)
+    layout = Layout.for_run(graph, get("sssp").spec, "strong", None)
     for alpha in (0, 20):  # dense rounds only, or with push and bottom-up rounds
         result = seraph.sssp(graph, 7, device=device, push_alpha=alpha, device_memory=(
             layout.state_bytes + 3 * layout.slot_bytes if paged else None))

@@ -1,74 +1,41 @@
-"""BFS, CC and SSSP as three small specs over one (min, +) pull (DESIGN section 2).
+"""The algorithms, one module each, and their registry.
 
-An algorithm is only: the weight mode (which fixes the value dtype and infinity), how the
-values start, which strong rule proves a vertex converged, and the default predictor.
-The engine does the rest.
+Each module (:mod:`~seraph.algorithms.bfs`, :mod:`~seraph.algorithms.cc`,
+:mod:`~seraph.algorithms.sssp`) holds an algorithm's spec for the engine
+(:class:`~seraph.spec.Algorithm`), its result type, its public function, its verifier
+against scipy and what the CLI prints of it, and registers an :class:`Entry` here. Adding
+an algorithm means adding a module and its line below (docs/design.md, "Architecture").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from seraph.algorithms import bfs, cc, sssp
+from seraph.algorithms.entry import Entry
+from seraph.errors import ConfigError, InputError
+from seraph.spec import Algorithm
 
-import numpy as np
+#: The registry, in the order the CLI and the benchmarks list them.
+ALGORITHMS: dict[str, Entry] = {e.name: e for e in (bfs.ENTRY, cc.ENTRY, sssp.ENTRY)}
 
-from seraph.semiring import STORED, UNIT, ZERO, infinity, value_dtype
-
-#: Strong rules (DESIGN section 1); each proves ``value[v] <= threshold`` is final.
-#: ROUNDS: BFS, the threshold is k + 1 after k completed rounds: after k rounds every
-#: vertex within k hops holds its exact level, so a value <= k + 1 can only be exact.
-#: MIN_CHANGED: CC and SSSP, the threshold is the smallest value any update wrote in the
-#: last round. For CC that is the smallest label whose component size changed, so the
-#: labels below it form closed, settled components; for SSSP every vertex no farther than
-#: that has a settled shortest path (the Dijkstra argument). See docs/engine.md.
-ROUNDS = "rounds"
-MIN_CHANGED = "min_changed"
+__all__ = ["ALGORITHMS", "Algorithm", "Entry", "get", "run"]
 
 
-@dataclass(frozen=True)
-class Algorithm:
-    name: str
-    weight_mode: int
-    strong_rule: str
-    default_predictor: str
-    needs_source: bool
-
-    @property
-    def dtype(self) -> np.dtype:
-        return value_dtype(self.weight_mode)
-
-    @property
-    def lightest_in_rule(self) -> bool:
-        """Whether the strong rule may add each vertex's lightest in-edge
-        (:mod:`seraph.lightest`): distances over stored weights, as SSSP's."""
-        return self.weight_mode == STORED and self.strong_rule == MIN_CHANGED
-
-    @property
-    def inf(self):
-        return infinity(self.weight_mode)
-
-    def initial_values(self, num_vertices: int, source: int | None) -> np.ndarray:
-        """Values before the first round: 0 at the source (BFS, SSSP) or the own id (CC)."""
-        if not self.needs_source:
-            return np.arange(num_vertices, dtype=self.dtype)
-        values = np.full(num_vertices, self.inf, dtype=self.dtype)
-        values[source] = 0
-        return values
-
-    def initial_frontier(self, source: int | None) -> np.ndarray | None:
-        """The vertices whose values start "changed" (their out-edges must be relaxed);
-        None for every vertex (CC), which the engine need not list."""
-        return np.array([source], dtype=np.int64) if self.needs_source else None
+def get(name: str) -> Entry:
+    """The registered algorithm ``name`` (``bfs``, ``cc``, ``sssp``)."""
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ConfigError(f"unknown algorithm {name!r}; expected one of "
+                          f"{', '.join(ALGORITHMS)}") from None
 
 
-BFS = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True)
-CC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False)
-#: SSSP's default is the strong rule, not the paper's weak diagram (still one option away):
-#: the weak predictor's skips void the strong proofs, so no vertex counts as settled, no
-#: bottom-up round can run, and late updates keep the threshold low (docs/engine.md).
-SSSP = Algorithm("sssp", STORED, MIN_CHANGED, "strong", needs_source=True)
-#: CC's first phase when pages move (:meth:`seraph.scheduler.Run.components_from_hub`): the
-#: hub's component, found as BFS finds its levels. CC's kernels and strong rule, but the
-#: values start at infinity with 0 at the hub, so a reached vertex holds 0, provably final.
-REACH = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=True)
-
-ALGORITHMS = {a.name: a for a in (BFS, CC, SSSP)}
+def run(graph, algorithm: str, source: int | None = None, **options):
+    """Runs the algorithm named ``algorithm`` (see :func:`get`) on ``graph``, from
+    ``source`` (an input vertex id) where it takes one; the options are those of its
+    function (``predecessors``, ``config`` and :class:`~seraph.scheduler.EngineConfig`'s)."""
+    entry = get(algorithm)
+    if entry.needs_source:
+        return entry.run(graph, source, **options)
+    if source is not None:
+        raise InputError(f"{algorithm} takes no source vertex, got source={source!r}")
+    return entry.run(graph, **options)

@@ -125,7 +125,7 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
 
 @njit(cache=True, parallel=True)
 def label_from_reach(values, out_degrees, inf):
-    """In place, after a reach from a hub (:data:`seraph.algorithms.REACH`): every reached
+    """In place, after a reach from a hub (:data:`seraph.algorithms.cc.REACH`): every reached
     vertex takes the smallest reached id, the label of its component, and every other
     vertex its own id. Returns the unreached vertices with out-edges (ascending), the
     ones whose labels must still spread."""
