@@ -1,5 +1,5 @@
 """Seraph's CPU backend beside scipy.sparse.csgraph and networkit, plus an ablation of
-schedules and predictors (DESIGN section 6; the paper's Figures 9 and 10).
+schedules and predictors (docs/benchmarks/engine-cpu.md; the paper's Figures 9 and 10).
 
     python scripts/bench.py [--quick] [--json-out FILE] [--md-out FILE] [--repeat N]
 

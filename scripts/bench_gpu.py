@@ -1,5 +1,5 @@
 """Seraph on a GPU: out of GPU memory at a quarter of the pages, and fully resident
-(DESIGN section 6).
+(docs/benchmarks/engine-gpu.md).
 
     python scripts/bench_gpu.py [--scale 26] [--json-out FILE] [--md-out FILE] [--skip ...]
 
@@ -285,8 +285,9 @@ def measure_bandwidth(device: str, nbytes: int, repeat: int) -> dict:
 def zero_copy_read(pinned: np.ndarray, repeat: int, stream) -> float:
     """Bytes per second at which a kernel reads pinned host memory in place, in aligned
     128-byte warp loads (scripts/zero_copy_read.cu): the rate of the bottom-up rounds,
-    which read the host's CSC so. It differs between hosts more than copies do (session
-    11: one H100 host read the CSC at half the rate of another, at the same copy rate)."""
+    which read the host's CSC so. It differs between hosts more than copies do: one H100
+    host read the CSC at half the rate of another, at the same copy rate
+    (docs/benchmarks/engine-gpu-slow-zero-copy-host.md)."""
     import cupy as cp
 
     kernel = cp.RawModule(code=(Path(__file__).parent / "zero_copy_read.cu").read_text()

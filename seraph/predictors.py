@@ -1,11 +1,11 @@
 """Weak predictors: per-vertex state diagrams, loaded from TOML and run inside the kernels.
 
 A weak predictor guesses from a vertex's update history whether its next update attempt
-can succeed (DESIGN section 1). Each vertex holds a small state id. In an *attempting*
-state the kernel tries the update and moves to ``on_success`` or ``on_failure``; in a
-*dormant* state it skips the vertex and moves to ``next``. Guesses may be wrong, so the
-engine re-attempts every vertex skipped since its last attempt before it reports
-convergence.
+can succeed (docs/design.md, "Weak predictor and the recheck"). Each vertex holds a small
+state id. In an *attempting* state the kernel tries the update and moves to ``on_success``
+or ``on_failure``; in a *dormant* state it skips the vertex and moves to ``next``. Guesses
+may be wrong, so the engine re-attempts every vertex skipped since its last attempt before
+it reports convergence.
 
 A diagram file looks like this (see ``configs/weak-seraph.toml``)::
 

@@ -1,8 +1,8 @@
 """CPU push engine: exact parallel (min, +) relaxation from a sparse frontier over CSR.
 
 The scheduler hands over here when the out-edges of the changed vertices are few
-(DESIGN section 4): pulling over every page would then do almost only failed attempts,
-while pushing touches just the frontier's out-edges.
+(docs/design.md, "Sparse rounds: push and bottom-up"): pulling over every page would then
+do almost only failed attempts, while pushing touches just the frontier's out-edges.
 
 Two ways to push:
 
