@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from seraph.backends import backend_class
+from seraph.backends.layout import Layout
 from seraph.errors import ConfigError, DeviceError, InputError
 from seraph.graph import Graph, open_graph
 from seraph.scheduler import EngineConfig, Run
@@ -106,9 +107,8 @@ def as_graph(graph) -> Graph:
 
 def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig
             ) -> tuple[np.ndarray, RunStats, Trace]:
-    """Runs an algorithm to convergence; returns the engine's values (INF = unreached)."""
-    from seraph.backends.layout import Layout
-
+    """Runs an algorithm's plan (:class:`~seraph.spec.Plan`) to convergence; returns the
+    engine's values (INF = unreached)."""
     start = time.perf_counter()
     device = resolve_device(config.device)
     predictor = config.resolved_predictor(algorithm)

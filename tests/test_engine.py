@@ -24,7 +24,7 @@ from scipy.sparse import csgraph
 from test_predictors import SLEEPY_TOML
 
 import seraph
-from seraph import scheduler
+from seraph import schedules
 from seraph.algorithms import cc
 from seraph.backends import backend_class
 from seraph.backends.activity import page_source_blocks, pages_active
@@ -303,7 +303,7 @@ def test_answers_do_not_depend_on_the_last_window_passes(data, cfg, algorithm, p
     once, so that its windows are otherwise swept once."""
     case = data.draw(inputs(weighted=algorithm == "sssp",
                             symmetric=True if algorithm == "cc" else None))
-    with mock.patch.object(scheduler, "LAST_WINDOW_SWEEPS", passes):
+    with mock.patch.object(schedules, "LAST_WINDOW_SWEEPS", passes):
         check_run(algorithm, *case, cfg, sleepy, device)
 
 

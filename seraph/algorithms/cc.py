@@ -66,8 +66,9 @@ def components_from_hub(run: Run, hub: int) -> None:
 def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
     """CC's plan: from the hub (its highest out-degree vertex) when pages move, or None for
     plain min-label propagation: when no page moves a dense round costs little and spreads
-    every label at once, and the ``single`` schedule is the plain full-pass baseline."""
-    if layout.resident or config.schedule == "single" or graph.num_vertices == 0:
+    every label at once, and a schedule without sparse rounds (``single``, the plain
+    full-pass baseline) would reach the hub's component with dense rounds only."""
+    if layout.resident or not config.policy.uses_sparse_rounds or graph.num_vertices == 0:
         return None
     # Kept with the graph: the argmax alone takes 20 ms at 2**26 vertices.
     hub = graph_cached(graph, "cc hub", lambda: int(np.argmax(out_degrees(graph))))
