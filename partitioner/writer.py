@@ -672,7 +672,7 @@ def _provenance(source: EdgeSource, **extra) -> dict:
     import scipy
     import zarr
 
-    from seraph import __version__
+    from seraph.version import __version__
 
     return {**source.provenance, **{k: v for k, v in extra.items() if v is not None},
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

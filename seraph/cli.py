@@ -134,31 +134,25 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- run / demo ---------------------------------------------------------------------------
 def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False):
-    """Runs one algorithm through the API; returns (result, main array)."""
-    import seraph
+    """Runs one algorithm through the API (``source`` only where it takes one); returns
+    (result, main array)."""
+    from seraph.algorithms import run
 
-    if algorithm == "bfs":
-        res = seraph.bfs(graph, source, predecessors=predecessors, config=config)
-        return res, res.levels
-    if algorithm == "sssp":
-        res = seraph.sssp(graph, source, predecessors=predecessors, config=config)
-        return res, res.distances
-    res = seraph.connected_components(graph, config=config)
-    return res, res.labels
+    options = {"predecessors": predecessors} if ALGORITHMS[algorithm].needs_source else {}
+    res = run(graph, algorithm, ALGORITHMS[algorithm].source_for(source), config=config,
+              **options)
+    return res, res.values
 
 
-def _reached(algorithm: str, values) -> int:
+def _reached(values) -> int:
+    """Vertices a source reached: neither -1 (levels) nor inf (distances)."""
     import numpy as np
 
-    return int((values >= 0).sum() if algorithm == "bfs" else np.isfinite(values).sum())
+    return int(np.count_nonzero(np.isfinite(values) & (values >= 0)))
 
 
 def _summary(algorithm: str, values) -> str:
-    import numpy as np
-
-    if algorithm == "cc":
-        return f"{len(np.unique(values)):,} components"
-    return f"{_reached(algorithm, values):,} reached"
+    return ALGORITHMS[algorithm].summary(values)
 
 
 #: What ``--output`` writes, by file name; a many-source run writes an .npz or a folder.
@@ -398,7 +392,7 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
                 if args.predecessors:
                     output.add(f"predecessors_{source}", res.predecessors)
             run = {"source": source, "time": elapsed,
-                   "reached": _reached(args.algorithm, values), "rounds": res.stats.rounds,
+                   "reached": _reached(values), "rounds": res.stats.rounds,
                    "pages_transferred": res.stats.pages_transferred}
             if args.validate:
                 run["validation"] = _validate(graph, args.algorithm, values, source)
@@ -455,7 +449,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"{graph.num_pages} pages, {time.perf_counter() - t:.2f} s")
         # A budget of a quarter of the pages (plus the vertex state) makes the graph page
         # through the slots, as a graph larger than GPU memory would.
-        from seraph.backends.base import Layout
+        from seraph.backends.layout import Layout
 
         layout = Layout.plan(graph, weak=True, budget=None)
         budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes
@@ -471,7 +465,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         rows, failed = [], False
         for alg in ALGORITHMS:
             res, values = run_algorithm(graph, alg, source, config)
-            verdict = check(graph, alg, values, None if alg == "cc" else source)
+            verdict = check(graph, alg, values, ALGORITHMS[alg].source_for(source))
             failed |= verdict is not None
             st = res.stats
             rows.append((alg.upper(), f"{st.wall_time:.3f}", str(st.rounds),

@@ -1,6 +1,7 @@
 """The Seraph graph store (zarr v3, format version 1): writing, opening and validating.
 
-The layout is the contract between the partitioner and the engine (DESIGN section 3)::
+The layout is the contract between the partitioner and the engine (docs/design.md, "Store
+format"; docs/store.md)::
 
     G.zarr/
       zarr.json            group attrs (see ``StoreAttrs``), complete=true once finished
