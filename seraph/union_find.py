@@ -19,10 +19,10 @@ Each edge is read at most once, and the work does not depend on the diameter.
 
 **The labels are minimum ids.** ``parent`` starts as the identity, and a root is only ever
 hooked, by compare-and-swap while it is still a root, under a *smaller* root; compression
-only shortcuts a vertex to one of its ancestors. So ``parent[v] <= v`` always, a tree's
-smallest vertex can never be hooked (no smaller root shares its set), and each tree's root
-is its smallest vertex. After step 4, ``parent[v]`` is the smallest vertex id of ``v``'s
-component: the label the engine reports.
+and the path halving of every find only shortcut a vertex to one of its ancestors. So
+``parent[v] <= v`` always, a tree's smallest vertex can never be hooked (no smaller root
+shares its set), and each tree's root is its smallest vertex. After step 4, ``parent[v]``
+is the smallest vertex id of ``v``'s component: the label the engine reports.
 
 **Pages.** The linking kernel, :func:`link_edges`, takes any contiguous run of the CSC's
 edges (a page buffer of ``page_edges`` edges, whose first and last vertex may have edges in
@@ -50,8 +50,6 @@ GIANT_SAMPLES = 1024
 GIANT_SEED = 0
 #: Edges per parallel piece at least: below this, scheduling costs more than it spreads.
 _PIECE_EDGES = 4096
-#: Pieces per thread, so one piece's slow hub does not stall the others.
-_PIECES_PER_THREAD = 8
 
 
 def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
@@ -102,8 +100,7 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     if first_neighbour < 0 or (neighbour_count is not None and neighbour_count < 0):
         raise InputError("neighbour positions must be non-negative")
     count = np.iinfo(np.int64).max if neighbour_count is None else neighbour_count
-    pieces = max(1, min(len(indices) // _PIECE_EDGES,
-                        _PIECES_PER_THREAD * numba.get_num_threads()))
+    pieces = max(1, min(len(indices) // _PIECE_EDGES, numba.get_num_threads()))
     _link_pieces(parent, indptr, indices, edge_start, first_neighbour, count, skip_root,
                  pieces)
 
@@ -143,13 +140,19 @@ def _check_csc(indptr: np.ndarray, indices: np.ndarray, num_vertices: int) -> No
 # --------------------------------------------------------------------------- kernels
 @njit(cache=True)
 def _find(parent, v):
-    """The root of ``v``'s tree (read-only: other threads may be hooking meanwhile), of
-    ``parent``'s dtype whatever the type of ``v``."""
+    """The root of ``v``'s tree, of ``parent``'s dtype whatever the type of ``v``.
+
+    Halves the path on the way (each node on it is pointed at its grandparent), which is
+    safe while other threads hook: it writes only to nodes that are not roots, which no
+    hook touches again, and only an ancestor of the node, so a smaller id in its set."""
     node = atomic_load(parent, v)
     up = atomic_load(parent, node)
     while up != node:
+        grand = atomic_load(parent, up)
+        if grand != up:
+            atomic_store(parent, node, grand)
         node = up
-        up = atomic_load(parent, node)
+        up = grand
     return node
 
 
@@ -187,8 +190,8 @@ def _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_
 
 @njit(parallel=True, cache=True)
 def _link_pieces(parent, indptr, indices, edge_start, first, count, skip_root, pieces):
-    """Splits the edges into ``pieces`` equal runs (not equal vertex counts, so one hub
-    does not stall a thread) and links them in parallel."""
+    """Splits the edges into ``pieces`` equal runs, one per thread (equal edge counts, not
+    vertex counts, so a hub's edges are shared out too), and links them in parallel."""
     total = len(indices)
     for p in prange(pieces):
         lo = edge_start + total * p // pieces
