@@ -48,8 +48,9 @@ NO_ROOT = -1
 #: Vertices sampled to find the giant component's root, and the seed that picks them.
 GIANT_SAMPLES = 1024
 GIANT_SEED = 0
-#: Edges per parallel piece at least: below this, scheduling costs more than it spreads.
-_PIECE_EDGES = 4096
+#: Edges (or, compressing, vertices) per parallel piece at least. Below this the work stays
+#: on the calling thread: waking the thread pool costs more than it spreads.
+_PIECE_ITEMS = 1 << 14
 
 
 def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
@@ -100,14 +101,22 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     if first_neighbour < 0 or (neighbour_count is not None and neighbour_count < 0):
         raise InputError("neighbour positions must be non-negative")
     count = np.iinfo(np.int64).max if neighbour_count is None else neighbour_count
-    pieces = max(1, min(len(indices) // _PIECE_EDGES, numba.get_num_threads()))
-    _link_pieces(parent, indptr, indices, edge_start, first_neighbour, count, skip_root,
-                 pieces)
+    pieces = _pieces(len(indices))
+    if pieces == 1:
+        _link_piece(parent, indptr, indices, edge_start, edge_start, edge_end,
+                    first_neighbour, count, skip_root)
+    else:
+        _link_pieces(parent, indptr, indices, edge_start, first_neighbour, count, skip_root,
+                     pieces)
 
 
 def compress(parent: np.ndarray) -> None:
     """Points every vertex straight at its root (call it while nothing links)."""
-    _compress(parent)
+    pieces = _pieces(len(parent))
+    if pieces == 1:
+        _compress_vertices(parent, 0, len(parent))
+    else:
+        _compress_pieces(parent, pieces)
 
 
 def most_frequent_root(parent: np.ndarray, samples: int = GIANT_SAMPLES,
@@ -119,6 +128,11 @@ def most_frequent_root(parent: np.ndarray, samples: int = GIANT_SAMPLES,
     picks = np.random.default_rng(seed).integers(0, len(parent), size=samples)
     roots, counts = np.unique(_roots(parent, picks), return_counts=True)
     return int(roots[np.argmax(counts)])
+
+
+def _pieces(items: int) -> int:
+    """How many equal pieces to split ``items`` into: one per thread, fewer when small."""
+    return max(1, min(items // _PIECE_ITEMS, numba.get_num_threads()))
 
 
 def _check_csc(indptr: np.ndarray, indices: np.ndarray, num_vertices: int) -> None:
@@ -171,7 +185,7 @@ def _link(parent, u, v):
         rv = _find(parent, low)
 
 
-@njit(inline="always", cache=True)
+@njit(cache=True)
 def _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root):
     """Links the wanted neighbour positions among global edges [lo, hi)."""
     v = np.searchsorted(indptr, lo, side="right") - 1  # the vertex owning edge lo
@@ -199,12 +213,20 @@ def _link_pieces(parent, indptr, indices, edge_start, first, count, skip_root, p
         _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root)
 
 
-@njit(parallel=True, cache=True)
-def _compress(parent):
-    for v in prange(len(parent)):
+@njit(cache=True)
+def _compress_vertices(parent, lo, hi):
+    """Points vertices [lo, hi) at their roots."""
+    for v in range(lo, hi):
         root = _find(parent, v)
         if atomic_load(parent, v) != root:
             atomic_store(parent, v, root)
+
+
+@njit(parallel=True, cache=True)
+def _compress_pieces(parent, pieces):
+    n = len(parent)
+    for p in prange(pieces):
+        _compress_vertices(parent, n * p // pieces, n * (p + 1) // pieces)
 
 
 @njit(cache=True)
