@@ -59,8 +59,8 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
     ``num_vertices + 1``, ``indices`` int32): int32 labels, ``label[v]`` the smallest
     vertex id in ``v``'s component."""
     _check_csc(indptr, indices, num_vertices)
-    if isinstance(sample_rounds, bool) or not isinstance(sample_rounds, int | np.integer) \
-            or sample_rounds < 0:
+    integer = isinstance(sample_rounds, int | np.integer) and not isinstance(sample_rounds, bool)
+    if not (integer and sample_rounds >= 0):
         raise InputError(f"sample_rounds must be a non-negative integer, got {sample_rounds!r}")
     parent = new_forest(num_vertices)
     for r in range(sample_rounds):
@@ -92,9 +92,9 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     """
     edge_end = edge_start + len(indices)
     if not (parent.dtype == np.int32 and indptr.dtype == np.int64
-            and len(indptr) == len(parent) + 1):
-        raise InputError("link_edges needs an int32 parent array and an int64 indptr of "
-                         "one more entry")
+            and len(indptr) == len(parent) + 1 and indices.dtype in (np.int32, np.int64)):
+        raise InputError("link_edges needs an int32 parent array, an int64 indptr of one "
+                         "more entry and integer indices")
     if not (0 <= edge_start <= edge_end <= indptr[-1]):
         raise InputError(f"edges [{edge_start}, {edge_end}) are not within the graph's "
                          f"{indptr[-1]} edges")

@@ -267,6 +267,8 @@ def test_link_edges_refuses_edges_outside_the_graph():
         link_edges(parent, indptr, indices, 1)
     with pytest.raises(InputError, match="int32 parent"):
         link_edges(new_forest(2), indptr, indices)
+    with pytest.raises(InputError, match="integer indices"):
+        link_edges(parent, indptr, indices.astype(np.float64))
     with pytest.raises(InputError, match="non-negative"):
         link_edges(parent, indptr, indices, first_neighbour=-1)
     np.testing.assert_array_equal(parent, [0, 1, 2])  # nothing linked before refusing
