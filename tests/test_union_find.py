@@ -188,6 +188,8 @@ def paged_components(indptr, indices, n, page_edges, sample_rounds):
         for start in starts:
             link_edges(parent, indptr, indices[start:start + page_edges].copy(), start,
                        **which)
+            # What makes roots the smallest ids: every vertex points at a smaller one.
+            assert (parent <= np.arange(n)).all()
 
     parent = new_forest(n)
     for r in range(sample_rounds):
@@ -292,6 +294,20 @@ def _count_by_cas(cell, times):
 @njit(cache=True)
 def _store(arr, i, val):
     atomic_store(arr, i, val)
+
+
+@njit(cache=True)
+def _cas(arr, i, expected, new):
+    return atomic_cas(arr, i, expected, new)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_atomic_cas_swaps_only_the_expected_value(dtype):
+    arr = np.array([3, 7], dtype)
+    assert _cas(arr, 0, 5, 9) == 3  # not what was expected: nothing written
+    np.testing.assert_array_equal(arr, [3, 7])
+    assert _cas(arr, 0, 3, 9) == 3
+    np.testing.assert_array_equal(arr, [9, 7])
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
