@@ -30,8 +30,10 @@ neighbouring pages) and links only the neighbour positions asked for. A caller s
 pages calls :func:`new_forest`, then per sampling round :func:`link_edges` on every page
 with ``first_neighbour=r, neighbour_count=1`` and :func:`compress`; then
 :func:`most_frequent_root`, :func:`link_edges` on every page with
-``first_neighbour=sample_rounds, skip_root=giant``, and :func:`compress`. Any order of
-links gives the same answer; the order above only keeps the trees shallow and the work low.
+``first_neighbour=sample_rounds, skip_root=giant``, and :func:`compress`. The pages may
+come in any order, and the sampling rounds may be one pass (``neighbour_count=
+sample_rounds``): the answer is the same as long as the sampled positions are all linked
+before the finish step, which skips them. The order above keeps the trees shallow.
 """
 
 from __future__ import annotations

@@ -180,9 +180,12 @@ def test_one_thread_and_all_threads_agree(piece_items, monkeypatch):
 # --- page by page ---------------------------------------------------------------------------
 
 
-def paged_components(indptr, indices, n, page_edges, sample_rounds):
-    """components() as a caller streaming pages of ``page_edges`` edges runs it."""
+def paged_components(indptr, indices, n, page_edges, sample_rounds, *, one_pass=False,
+                     backwards=False):
+    """components() as a caller streaming pages of ``page_edges`` edges runs it; with
+    ``one_pass``, all sampling rounds in one pass, and with ``backwards``, last page first."""
     starts = range(0, len(indices), page_edges)
+    starts = starts[::-1] if backwards else starts
 
     def each_page(**which):
         for start in starts:
@@ -192,9 +195,13 @@ def paged_components(indptr, indices, n, page_edges, sample_rounds):
             assert (parent <= np.arange(n)).all()
 
     parent = new_forest(n)
-    for r in range(sample_rounds):
-        each_page(first_neighbour=r, neighbour_count=1)
+    if one_pass:
+        each_page(first_neighbour=0, neighbour_count=sample_rounds)
         compress(parent)
+    else:
+        for r in range(sample_rounds):
+            each_page(first_neighbour=r, neighbour_count=1)
+            compress(parent)
     giant = most_frequent_root(parent)
     each_page(first_neighbour=sample_rounds, skip_root=giant)
     compress(parent)
@@ -202,11 +209,14 @@ def paged_components(indptr, indices, n, page_edges, sample_rounds):
 
 
 @EXAMPLES
-@given(random_graphs(), st.sampled_from([1, 3, 16, 1 << 20]), st.integers(0, 3))
-def test_page_by_page_gives_the_same_labels(graph, page_edges, sample_rounds):
+@given(random_graphs(), st.sampled_from([1, 3, 16, 1 << 20]), st.integers(0, 3),
+       st.booleans(), st.booleans())
+def test_page_by_page_gives_the_same_labels(graph, page_edges, sample_rounds, one_pass,
+                                            backwards):
     n, src, dst = graph
     indptr, indices = symmetric_csc(n, src, dst)
-    labels = paged_components(indptr, indices, n, page_edges, sample_rounds)
+    labels = paged_components(indptr, indices, n, page_edges, sample_rounds,
+                              one_pass=one_pass, backwards=backwards)
     np.testing.assert_array_equal(labels, components(indptr, indices, n))
     np.testing.assert_array_equal(labels, smallest_ids(indptr, indices, n))
 
