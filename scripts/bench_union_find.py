@@ -1,4 +1,4 @@
-"""Union-find connected components (seraph.union_find) beside scipy.sparse.csgraph and the
+"""Union-find connected components (seraph.backends.cpu.union_find) beside scipy.sparse.csgraph and the
 engine's min-label propagation (``seraph.connected_components(graph, device="cpu")``).
 
     python scripts/bench_union_find.py [--scale 20] [--side 1024] [--repeat 5]
@@ -78,7 +78,7 @@ def smallest_id_labels(labels: np.ndarray) -> np.ndarray:
 
 def measure(name: str, graph, repeat: int) -> list[object]:
     import seraph
-    from seraph.union_find import components
+    from seraph.backends.cpu.union_find import components
 
     if graph.attrs.relabelled:
         sys.exit(f"{name}: the store relabelled its ids, so labels are not comparable")

@@ -1,4 +1,4 @@
-"""Union-find connected components (seraph.union_find) against scipy.sparse.csgraph.
+"""Union-find connected components (seraph.backends.cpu.union_find) against scipy.sparse.csgraph.
 
 The kernels run on numba's default thread pool, so a lost or torn hook would show up as a
 wrong label here."""
@@ -13,10 +13,9 @@ from hypothesis import strategies as st
 from numba import njit, prange
 from scipy.sparse import csgraph
 
-from seraph import union_find
-from seraph.atomics import atomic_cas, atomic_load, atomic_store
-from seraph.errors import InputError
-from seraph.union_find import (
+from seraph.backends.cpu import union_find
+from seraph.backends.cpu.atomics import atomic_cas, atomic_load, atomic_store
+from seraph.backends.cpu.union_find import (
     NO_ROOT,
     components,
     compress,
@@ -24,6 +23,7 @@ from seraph.union_find import (
     most_frequent_root,
     new_forest,
 )
+from seraph.errors import InputError
 
 EXAMPLES = settings(max_examples=60, deadline=None)
 

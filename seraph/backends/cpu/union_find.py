@@ -42,7 +42,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from seraph.atomics import atomic_cas, atomic_load, atomic_store
+from seraph.backends.cpu.atomics import atomic_cas, atomic_load, atomic_store
 from seraph.errors import InputError
 
 #: ``skip_root`` value that skips no vertex.
