@@ -1,5 +1,6 @@
-"""Union-find connected components (seraph.backends.cpu.union_find) beside scipy.sparse.csgraph and the
-engine's min-label propagation (``seraph.connected_components(graph, device="cpu")``).
+"""Union-find connected components (seraph.backends.cpu.union_find) beside
+scipy.sparse.csgraph and the engine's min-label propagation
+(``seraph.connected_components(graph, device="cpu")``).
 
     python scripts/bench_union_find.py [--scale 20] [--side 1024] [--repeat 5]
 
