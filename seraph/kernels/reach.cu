@@ -6,9 +6,7 @@
 // select.cu to count and list. Done where the values are, it spares their trip over PCIe
 // and back (2 x 268 MB at 2**26 vertices).
 
-extern "C" __global__ void label_from_reach(int* value, int inf, const long long* smallest,
-                                            const long long* out_indptr, long long n,
-                                            unsigned char* spreads) {
+__global__ void label_from_reach(LABEL_FROM_REACH_PARAMS) {
     const int label = (int)*smallest;
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
          v += (long long)gridDim.x * blockDim.x) {
