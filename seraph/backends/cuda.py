@@ -73,15 +73,14 @@ class _Kernel:
     (seraph/kernels/interface.py declares them)."""
 
     def __init__(self, name: str, value_type: np.dtype | None, cooperative: bool):
-        self.name, self.value_type = name, value_type
         source = interface.KERNELS[name].source
         self.function = _kernels(source, cooperative).get_function(
             interface.name_expression(name, value_type))
+        self._pack = interface.packer(name, value_type)
 
     def __call__(self, blocks: int, **args) -> None:
         """Launches ``blocks`` blocks of ``_THREADS`` threads on the current stream."""
-        self.function((blocks,), (_THREADS,),
-                      interface.arguments(self.name, self.value_type, args))
+        self.function((blocks,), (_THREADS,), self._pack(args))
 
 
 @functools.cache
