@@ -94,6 +94,8 @@ def test_packer_orders_and_types_the_arguments():
         pack(dict(args, extra=1))
     with pytest.raises(TypeError, match="values: expected an array of float32, got int32"):
         pack(dict(args, values=np.zeros(1, np.int32)))
+    with pytest.raises(TypeError, match="ends: expected an array of int64, got int"):
+        pack(dict(args, ends=7))
 
 
 def test_a_parameter_of_unknown_type_is_refused(monkeypatch):

@@ -5,8 +5,11 @@ copy is a DMA at full PCIe speed. What every run of a graph uploads alike (the C
 and, when the graph fits, all its pages) stays on the device between runs
 (:class:`DeviceGraph`). Copies run on their own stream and record an event per
 slot; a sweep runs on the compute stream after making it wait on the events of the pages
-it reads. The kernels come from ``seraph/kernels/*.cu`` (pull, push and select, each after
-``values.cuh``) through ``RawModule``.
+it reads. The kernels come from ``seraph/kernels/*.cu`` (pull, push, select and reach,
+each after ``values.cuh`` and the header of :mod:`seraph.kernels.interface`, which declares
+their parameters and the constants they share with Python) through ``RawModule``, as
+templates over the value type (``pull_window<float>``) named by ``name_expressions``; a
+launch passes its arguments by name (:class:`_Kernel`).
 
 A window's repeated sweeps run in one persistent cooperative kernel: right after a page's
 bytes, the copy stream writes the load's sequence number into device memory, and the

@@ -5,7 +5,7 @@ The kernel files hold neither. :func:`header` writes the constants as ``#define`
 each kernel, its parameter list (``PULL_WINDOW_PARAMS``), the names in that list
 (``PULL_WINDOW_ARGS``, for a kernel that hands them on) and its declaration;
 :func:`source_code` puts it in front of ``values.cuh`` and the kernel file, and
-:func:`arguments` turns a launch's keyword arguments into the positional tuple in the same
+:func:`packer` turns a launch's keyword arguments into the positional tuple in the same
 order, each scalar as its parameter's type. Kernels take plain parameters rather than
 structs: nvcc optimises loads through a struct parameter differently (loop unswitching, the
 read-only cache), and the kernels' code should not change with their plumbing.
@@ -120,6 +120,8 @@ KERNELS = {
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of a kernel, parsed from its "C type name" declaration."""
+
     name: str
     ctype: str
     pointer: bool
@@ -188,7 +190,8 @@ def packer(kernel: str, value_type: np.dtype | None):
     unknown name a TypeError. It is generated once per kernel and value type, so a launch
     costs what a hand-written tuple of its arguments does: SSSP launches its pushes and
     selections hundreds of times in a run of milliseconds."""
-    env: dict = {"_wrong_array": _wrong_array, "_wrong_names": _wrong_names, "kernel": kernel}
+    env: dict = {"_wrong_array": _wrong_array, "_refuse": _refuse, "kernel": kernel,
+                 "value_type": value_type}
     items = []
     for i, p in enumerate(params(kernel)):
         if p.base == "V" and value_type is None:
@@ -206,11 +209,11 @@ def packer(kernel: str, value_type: np.dtype | None):
             items.append(f"t{i}({arg})")
     exec(f"""def pack(args):
     if len(args) != {len(items)}:
-        _wrong_names(kernel, args)
+        _refuse(kernel, value_type, args)
     try:
         return ({", ".join(items)},)
-    except KeyError:
-        _wrong_names(kernel, args)
+    except (KeyError, AttributeError):
+        _refuse(kernel, value_type, args)
 """, env)
     return env["pack"]
 
@@ -220,7 +223,15 @@ def _wrong_array(kernel: str, name: str, arg, dtype: np.dtype):
                     f"{getattr(arg, 'dtype', type(arg).__name__)}")
 
 
-def _wrong_names(kernel: str, args: dict):
+def _refuse(kernel: str, value_type: np.dtype | None, args: dict):
+    """Says what is wrong with a launch's arguments: a name missing or unknown, or a pointer
+    given something that is not an array."""
     names = {p.name for p in params(kernel)}
-    raise TypeError(f"{kernel}: missing {sorted(names - args.keys())}, "
-                    f"unknown {sorted(args.keys() - names)}")
+    if args.keys() != names:
+        raise TypeError(f"{kernel}: missing {sorted(names - args.keys())}, "
+                        f"unknown {sorted(args.keys() - names)}")
+    for p in params(kernel):
+        if p.pointer and args[p.name] is not None and not hasattr(args[p.name], "dtype"):
+            dtype = value_type if p.base == "V" else np.dtype(SCALARS[p.base])
+            _wrong_array(kernel, p.name, args[p.name], dtype)
+    raise AssertionError(f"{kernel}: arguments refused for no reason found")
