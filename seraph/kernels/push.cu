@@ -45,12 +45,12 @@ __device__ __forceinline__ long long owner(const long long* ends, long long coun
 
 template <typename V>
 __device__ void push_round(const int* frontier, long long count, const long long* ends,
-                              const long long* out_indptr, const int* __restrict__ indices,
-                              const float* __restrict__ weights, V* values, int mode, V inf,
-                              unsigned int* claimed, int* next, long long capacity,
-                              unsigned char* states, unsigned char initial_state,
-                              long long* block_epoch, int block_shift, long long epoch,
-                              unsigned long long* claims, V* min_written) {
+                           const long long* out_indptr, const int* __restrict__ indices,
+                           const float* __restrict__ weights, V* values, int mode, V inf,
+                           unsigned int* claimed, int* next, long long capacity,
+                           unsigned char* states, unsigned char initial_state,
+                           long long* block_epoch, int block_shift, long long epoch,
+                           unsigned long long* claims, V* min_written) {
     const int lane = threadIdx.x & 31;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long total = ends[count];
@@ -88,6 +88,8 @@ __device__ void push_round(const int* frontier, long long count, const long long
     if (lane == 0 && less_value(lowest, inf)) atomic_min_value(min_written, lowest);
 }
 
+// push_round's parameters are PUSH_FRONTIER_PARAMS with __restrict__ on the edges, which
+// lets nvcc read them through the read-only cache.
 template <typename V>
 __global__ void push_frontier(PUSH_FRONTIER_PARAMS) {
     push_round<V>(PUSH_FRONTIER_ARGS);
