@@ -1,5 +1,5 @@
 // bench_gpu.py's zero-copy read: the device reads pinned host memory in place, as the
-// bottom-up rounds read the host's CSC (seraph/kernels/pull.cu, pull_tiles): each warp
+// bottom-up rounds read the host's CSC (seraph/backends/cuda/kernels/pull.cu, pull_tiles): each warp
 // loads 32 consecutive ints, 128 aligned bytes, per step. The words are summed into one
 // value so that the loads are not optimised away.
 extern "C" __global__ void read_mapped(const int* __restrict__ src, long long count,

@@ -141,14 +141,14 @@ def test_persistent_kernel_resweeps_windows_on_the_device(schedule):
     one launch, giving the CPU's answer. Under reentry every window is swept until it stops
     changing (reentries counted, trace events with several passes); under pipelined only
     while a copy is in flight, which on this tiny graph may never last a pass."""
-    from seraph.backends.cuda.backend import _co_resident_blocks, _kernels
+    from seraph.backends.cuda.backend import _co_resident_blocks, _kernel
 
     n = 4000
     src = np.arange(n - 1)
     graph = seraph.Graph.from_edges(src, src + 1, np.ones(n - 1, np.float32), num_vertices=n,
                                     symmetrize=True, page_edges=256)
-    persistent = _kernels(cooperative=True).get_function("pull_persistent_f32")
-    assert _co_resident_blocks(persistent) > 0
+    persistent = _kernel("pull_persistent", np.float32, cooperative=True)
+    assert _co_resident_blocks(persistent.function) > 0
     layout = Layout.plan(graph, False, None)
     opts = dict(push_alpha=0, predictor="none", schedule=schedule,
                 device_memory=layout.state_bytes + 5 * layout.slot_bytes)

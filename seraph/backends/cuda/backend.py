@@ -5,8 +5,11 @@ copy is a DMA at full PCIe speed. What every run of a graph uploads alike (the C
 and, when the graph fits, all its pages) stays on the device between runs
 (:class:`DeviceGraph`). Copies run on their own stream and record an event per
 slot; a sweep runs on the compute stream after making it wait on the events of the pages
-it reads. The kernels come from ``kernels/*.cu`` beside this module (pull, push and select,
-each after ``values.cuh``) through ``RawModule``.
+it reads. The kernels come from ``kernels/*.cu`` beside this module (pull, push, select and
+reach, each after ``values.cuh`` and the header of :mod:`.kernels.interface`, which
+declares their parameters and the constants they share with Python) through
+``RawModule``, as templates over the value type (``pull_window<float>``) named by
+``name_expressions``; a launch passes its arguments by name (:class:`_Kernel`).
 
 A window's repeated sweeps run in one persistent cooperative kernel: right after a page's
 bytes, the copy stream writes the load's sequence number into device memory, and the
@@ -23,9 +26,9 @@ leave the device. ``push_on="host"`` hands push rounds to the CPU push engine in
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
-from importlib import resources
 
 import cupy as cp
 import cupyx
@@ -36,6 +39,7 @@ from seraph.backends.base import BottomUpResult, PushOutcome, SweepResult
 from seraph.backends.caches import graph_cached, graph_hub_chunks, hand_back, take_pooled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import copy_parallel
+from seraph.backends.cuda.kernels import interface
 from seraph.backends.layout import frontier_capacity
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
@@ -46,23 +50,42 @@ _WINDOW_ARRAYS = 4  # a launch's window: pages, slot offsets, vertex and hub-chu
 _modules: dict[tuple[str, bool], cp.RawModule] = {}
 #: cudaHostRegisterMapped: the pinned pages are also addressable from kernels.
 _REGISTER_MAPPED = 2
-#: The kernels' name suffix for each value type.
-_SUFFIX = {np.dtype(np.uint8): "u8", np.dtype(np.int32): "i32", np.dtype(np.float32): "f32"}
 #: When pages move, a bottom-up round takes up to this share of all edges (see
 #: CudaBackend.bottom_up_edge_limit).
 BOTTOM_UP_SHARE = 0.7
 
 
 def _kernels(source: str = "pull.cu", cooperative: bool = False) -> cp.RawModule:
-    """A kernel file of kernels/ (beside this module), after the shared ``values.cuh``,
-    compiled once per process (and cached on disk by cupy); the cooperative build is the one
-    whose kernels may sync the whole grid."""
+    """A kernel file of kernels/ (beside this module), after its header
+    (:mod:`.kernels.interface`) and the shared ``values.cuh``, compiled once per process
+    (and cached on disk by cupy); the cooperative build is the one whose kernels may sync
+    the whole grid."""
     if (source, cooperative) not in _modules:
-        kernels = resources.files("seraph.backends.cuda").joinpath("kernels")
-        code = kernels.joinpath("values.cuh").read_text() + kernels.joinpath(source).read_text()
-        _modules[source, cooperative] = cp.RawModule(code=code, options=("-std=c++17",),
-                                                     enable_cooperative_groups=cooperative)
+        _modules[source, cooperative] = cp.RawModule(
+            code=interface.source_code(source), options=("-std=c++17",),
+            name_expressions=interface.name_expressions(source),
+            enable_cooperative_groups=cooperative)
     return _modules[source, cooperative]
+
+
+class _Kernel:
+    """A kernel of kernels/ for one value type, launched with its parameters by name
+    (:mod:`.kernels.interface` declares them)."""
+
+    def __init__(self, name: str, value_type: np.dtype | None, cooperative: bool):
+        source = interface.KERNELS[name].source
+        self.function = _kernels(source, cooperative).get_function(
+            interface.name_expression(name, value_type))
+        self._pack = interface.packer(name, value_type)
+
+    def __call__(self, blocks: int, **args) -> None:
+        """Launches ``blocks`` blocks of ``_THREADS`` threads on the current stream."""
+        self.function((blocks,), (_THREADS,), self._pack(args))
+
+
+@functools.cache
+def _kernel(name: str, value_type=None, cooperative: bool = False) -> _Kernel:
+    return _Kernel(name, None if value_type is None else np.dtype(value_type), cooperative)
 
 
 def _co_resident_blocks(kernel) -> int:
@@ -240,13 +263,13 @@ class CudaBackend(HostPush):
         self.push_on = push_on
         _indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
-        suffix = _SUFFIX[np.dtype(algorithm.dtype)]
-        self._kernel = _kernels().get_function(f"pull_window_{suffix}")
-        self._bottom_up_kernel = _kernels().get_function(f"pull_unsettled_{suffix}")
-        self._push_kernel = _kernels("push.cu").get_function(f"push_frontier_{suffix}")
-        self._ends_kernel = _kernels("push.cu").get_function("frontier_ends")
-        self._persistent = _kernels(cooperative=True).get_function(f"pull_persistent_{suffix}")
-        self._persistent_grid = _co_resident_blocks(self._persistent)
+        dtype = algorithm.dtype
+        self._kernel = _kernel("pull_window", dtype)
+        self._bottom_up_kernel = _kernel("pull_unsettled", dtype)
+        self._push_kernel = _kernel("push_frontier", dtype)
+        self._ends_kernel = _kernel("frontier_ends")
+        self._persistent = _kernel("pull_persistent", dtype, cooperative=True)
+        self._persistent_grid = _co_resident_blocks(self._persistent.function)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
@@ -294,7 +317,7 @@ class CudaBackend(HostPush):
             self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
                 if self.lightest.unit > 0 else self._no_codes
             # select.cu's rule for the changed flags: a flag above 0.
-            self._flag_set = (np.uint8(0), self._no_codes, np.float32(0))
+            self._flag_set = {"threshold": 0, "light_codes": self._no_codes, "light_unit": 0}
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
         self._launch_buffers(num_slots)
         self._totals = cp.zeros(2, dtype=cp.uint64)  # a selection's vertices and edges
@@ -414,24 +437,25 @@ class CudaBackend(HostPush):
         _memcpy(self._io.data.ptr, host.ctypes.data, (at_chunks + k + 1) * 8,
                 cp.cuda.runtime.memcpyHostToDevice, stream)
         d_pages, d_offsets, d_vertices, d_chunks = self._window_views
-        args = (d_pages, d_offsets, d_vertices, d_chunks, np.int32(k), self.page_first,
-                np.int64(g.page_edges), np.int64(g.num_edges), self.indptr,
-                self._page_chunks, self._hub_chunks, np.int64(self._hubs.hub_edges),
-                self.slot_indices, self.slot_weights, self.values,
-                np.int32(alg.weight_mode), alg.dtype.type(alg.inf), np.int32(predictor),
-                *self._strong_args(threshold), self._d_table, np.int32(self._d_table.shape[1]),
-                self.states, self.changed, self.block_epoch,
-                np.int32(self.layout.block_shift), np.int64(epoch), self._counters,
-                np.int32(self.light_lanes), np.int64(self.heavy_edges), self._minimum)
+        sweep = dict(
+            pages=d_pages, offsets=d_offsets, vertex_prefix=d_vertices, chunk_prefix=d_chunks,
+            num_window_pages=k, page_first=self.page_first, page_edges=g.page_edges,
+            num_edges=g.num_edges, indptr=self.indptr, page_chunks=self._page_chunks,
+            hub_chunks=self._hub_chunks, hub_edges=self._hubs.hub_edges,
+            **self._edges(self.slot_indices, self.slot_weights), predictor=predictor,
+            **self._strong_rule(threshold), table=self._d_table,
+            num_states=self._d_table.shape[1], states=self.states, **self._marks(epoch),
+            light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
         with stream:
             if persistent is None:
-                self._kernel((self._blocks(warps * 32),), (_THREADS,), args)
+                self._kernel(self._blocks(warps * 32), **sweep)
             else:
                 max_sweeps, incoming, expected, mandatory = persistent
                 blocks = self._blocks(warps * 32, self._persistent_grid)
-                self._persistent((blocks,), (_THREADS,), args + (
-                    np.int32(max_sweeps), self.landed_seq, np.int32(incoming),
-                    np.int64(expected), np.int32(mandatory), self._control))
+                self._persistent(blocks, **sweep, max_sweeps=max_sweeps,
+                                 landed_seq=self.landed_seq, incoming_slot=incoming,
+                                 expected_seq=expected, mandatory=mandatory,
+                                 control=self._control)
         status = self._read_status()
         counters = status[0:4].view(np.uint64)
         minimum = status[4:5].view(alg.dtype)[0]
@@ -456,56 +480,65 @@ class CudaBackend(HostPush):
         rest), at most ``most`` (default ``_grid``)."""
         return max(1, min(self._grid if most is None else most, -(-threads // _THREADS)))
 
-    def _strong_args(self, threshold) -> tuple:
+    def _strong_rule(self, threshold) -> dict:
         """The kernels' strong rule (a ``StrongRule``, values.cuh): the threshold and
         :meth:`strong_bound`'s bytes."""
         # With unit 0 (no bound yet) the kernels never read the codes.
         unit = self.strong_bound(threshold).unit
-        return self.algorithm.dtype.type(threshold), self._light_codes, np.float32(unit)
+        return {"threshold": threshold, "light_codes": self._light_codes, "light_unit": unit}
 
-    def _count_selected(self, value: cp.ndarray, rule: tuple, indptr: cp.ndarray
+    def _edges(self, indices: cp.ndarray, weights: cp.ndarray) -> dict:
+        """The edges a pull or push relaxes, and the values it lowers."""
+        alg = self.algorithm
+        return {"indices": indices, "weights": weights, "values": self.values,
+                "mode": alg.weight_mode, "inf": alg.inf}
+
+    def _marks(self, epoch: int) -> dict:
+        """Where a pull marks its successes, and counts them and their smallest value."""
+        return {"changed": self.changed, "block_epoch": self.block_epoch,
+                "block_shift": self.layout.block_shift, "epoch": epoch,
+                "counters": self._counters, "min_written": self._minimum}
+
+    def _count_selected(self, value: cp.ndarray, rule: dict, indptr: cp.ndarray
                         ) -> tuple[int, int]:
         """The vertices that ``rule`` does not prove (select.cu: the strong rule's
-        :meth:`_strong_args` over the values, or ``_flag_set`` over the changed flags) and
+        :meth:`_strong_rule` over the values, or ``_flag_set`` over the changed flags) and
         their edges by ``indptr``: two numbers cross, not a vertex array."""
         n = self.graph.num_vertices
-        kernel = _kernels("select.cu").get_function(f"count_selected_{_SUFFIX[value.dtype]}")
         stream = self.compute_stream
         with stream:
             self._totals.fill(0)
-            kernel((self._blocks(n),), (_THREADS,),
-                   (value, *rule, indptr, np.int64(n), self._totals))
+            _kernel("count_selected", value.dtype)(
+                self._blocks(n), value=value, **rule, indptr=indptr, n=n, totals=self._totals)
         _memcpy(self._totals_host.ctypes.data, self._totals.data.ptr, 16,
                 cp.cuda.runtime.memcpyDeviceToHost, stream)
         stream.synchronize()
         return int(self._totals_host[0]), int(self._totals_host[1])
 
-    def _list_selected(self, value: cp.ndarray, rule: tuple, out: cp.ndarray) -> None:
+    def _list_selected(self, value: cp.ndarray, rule: dict, out: cp.ndarray) -> None:
         """Lists the vertices :meth:`_count_selected` counts into ``out`` (which has room
         for them all), in no particular order."""
-        kernel = _kernels("select.cu").get_function(f"list_selected_{_SUFFIX[value.dtype]}")
         n = self.graph.num_vertices
         with self.compute_stream:
             self._totals.fill(0)
-            kernel((self._blocks(n),), (_THREADS,),
-                   (value, *rule, np.int64(n), out, self._totals))
+            _kernel("list_selected", value.dtype)(
+                self._blocks(n), value=value, **rule, n=n, out=out, claimed=self._totals)
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
         alg, n = self.algorithm, self.graph.num_vertices
-        strong = self._strong_args(threshold)
+        strong = self._strong_rule(threshold)
         _vertices, edges = self._count_selected(self.values, strong, self.indptr)
         if edges >= edge_limit:
             return None
         with self.compute_stream:
             self._io[:_STATUS].set(self._fresh_status, stream=self.compute_stream)
             # A warp a tile of 32 vertices (pull_tiles in kernels/pull.cu).
-            self._bottom_up_kernel((self._blocks(n),), (_THREADS,), (
-                self.indptr, np.int64(n), self._hub_chunks, np.int64(len(self._hubs.chunks)),
-                np.int64(self._hubs.hub_edges), self._csc_indices, self._csc_weights,
-                self.values,
-                np.int32(alg.weight_mode), alg.dtype.type(alg.inf), *strong, self.changed,
-                self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
-                self._counters, self._minimum))
+            self._bottom_up_kernel(
+                self._blocks(n), indptr=self.indptr, num_vertices=n,
+                hub_chunks=self._hub_chunks, num_chunks=len(self._hubs.chunks),
+                hub_edges=self._hubs.hub_edges,
+                **self._edges(self._csc_indices, self._csc_weights), **strong,
+                **self._marks(epoch))
         status = self._read_status()
         attempted, succeeded = (int(c) for c in status[0:2].view(np.uint64))
         return BottomUpResult(attempted, succeeded, status[4:5].view(alg.dtype)[0], edges)
@@ -561,7 +594,6 @@ class CudaBackend(HostPush):
         vertex, which plain CC also converges from)."""
         alg, n = self.algorithm, self.graph.num_vertices
         inf = alg.dtype.type(alg.inf)
-        label = _kernels("reach.cu").get_function("label_from_reach")
         with self.compute_stream:
             # The reached mask is built in the changed flags, which the budget already
             # counts, and cleared at once (a dense round's flags may be left there when no
@@ -570,8 +602,9 @@ class CudaBackend(HostPush):
             cp.not_equal(self.values, inf, out=reached)
             smallest = cp.argmax(reached)
             self.changed.fill(0)
-            label((self._blocks(n),), (_THREADS,),
-                  (self.values, inf, smallest, self._out_indptr, np.int64(n), self.changed))
+            _kernel("label_from_reach")(
+                self._blocks(n), value=self.values, inf=inf, smallest=smallest,
+                out_indptr=self._out_indptr, n=n, spreads=self.changed)
         spreading = self.take_changed(np.inf)
         if spreading is None:
             return None
@@ -635,8 +668,8 @@ class CudaBackend(HostPush):
         their total."""
         ends = self._ends[:count + 1]
         with self.compute_stream:
-            self._ends_kernel((self._blocks(count),), (_THREADS,),
-                              (frontier, np.int64(count), self._out_indptr, ends))
+            self._ends_kernel(self._blocks(count), frontier=frontier, count=count,
+                              out_indptr=self._out_indptr, ends=ends)
             cp.cumsum(ends[1:], out=ends[1:])
         _memcpy(self._totals_host.ctypes.data, ends.data.ptr + count * 8, 8,
                 cp.cuda.runtime.memcpyDeviceToHost, self.compute_stream)
@@ -649,18 +682,17 @@ class CudaBackend(HostPush):
         ``_ends`` filled); lists the vertices it lowers into ``nxt`` and returns (their
         count, the smallest value it wrote). The claims are cleared again."""
         alg = self.algorithm
-        indices, weights = self._out_edges_on_device()
         stream = self.compute_stream
         with stream:
             self._io[:_STATUS].set(self._fresh_status, stream=stream)
-            self._push_kernel((self._blocks(total),), (_THREADS,), (
-                frontier, np.int64(count), self._ends, self._out_indptr, indices, weights,
-                self.values, np.int32(alg.weight_mode), alg.dtype.type(alg.inf),
-                self._changed_words, nxt, np.int64(self._capacity),
-                self.states if self.table is not None else np.uint64(0),  # NULL
-                self.initial_state,
-                self.block_epoch, np.int32(self.layout.block_shift), np.int64(epoch),
-                self._counters, self._minimum))
+            self._push_kernel(
+                self._blocks(total), frontier=frontier, count=count, ends=self._ends,
+                out_indptr=self._out_indptr, **self._edges(*self._out_edges_on_device()),
+                claimed=self._changed_words, next=nxt, capacity=self._capacity,
+                states=self.states if self.table is not None else None,
+                initial_state=self.initial_state, block_epoch=self.block_epoch,
+                block_shift=self.layout.block_shift, epoch=epoch, claims=self._counters,
+                min_written=self._minimum)
             self.changed.fill(0)
         status = self._read_status()
         return int(status[0]), status[4:5].view(alg.dtype)[0]

@@ -29,28 +29,25 @@
 // The weak predictor's packed table is uint8[4][S] (rows attempt, on_success, on_failure,
 // next) in shared memory; the high bit of a state byte (OWES) marks "skipped since its last
 // attempt" (see seraph/predictors.py and docs/engine.md).
-
-#define PRED_NONE 0
-#define PRED_STRONG 1
-#define PRED_WEAK 2
-#define MAX_STATES 128
+//
+// The kernels' parameters (PULL_WINDOW_PARAMS, ...) and the constants (PRED_*, MAX_STATES,
+// the counters' columns ATTEMPTED, ...) come from the header that
+// seraph/backends/cuda/kernels/interface.py writes in front of this file.
 
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
-enum { ATTEMPTED = 0, SUCCEEDED = 1, SKIPPED_STRONG = 2, SKIPPED_WEAK = 3 };
-
 template <typename V>
 struct SweepShared {
     unsigned char table[4 * MAX_STATES];
-    unsigned long long count[4];
+    unsigned long long count[NUM_COUNTERS];
     V min;
 };
 
 template <typename V>
 __device__ void init_shared(SweepShared<V>& sh, const unsigned char* table, int num_states,
                             int predictor, V inf) {
-    if (threadIdx.x < 4) sh.count[threadIdx.x] = 0;
+    if (threadIdx.x < NUM_COUNTERS) sh.count[threadIdx.x] = 0;
     if (threadIdx.x == 0) sh.min = inf;
     if (predictor == PRED_WEAK)
         for (int i = threadIdx.x; i < 4 * num_states; i += blockDim.x) sh.table[i] = table[i];
@@ -62,7 +59,7 @@ template <typename V>
 __device__ void flush_shared(SweepShared<V>& sh, unsigned long long* counters, V* min_written,
                              V inf) {
     __syncthreads();
-    if (threadIdx.x < 4 && sh.count[threadIdx.x]) {
+    if (threadIdx.x < NUM_COUNTERS && sh.count[threadIdx.x]) {
         atomicAdd(&counters[threadIdx.x], sh.count[threadIdx.x]);
         sh.count[threadIdx.x] = 0;
     }
@@ -384,41 +381,24 @@ __device__ void sweep_items(
 #undef PULL
 }
 
-#define PULL_ARGS                                                                            \
-    const long long *pages, const long long *offsets, const long long *vertex_prefix,        \
-        const long long *chunk_prefix, int num_window_pages, const long long *page_first,    \
-        long long page_edges, long long num_edges, const long long *indptr,                  \
-        const long long *page_chunks, const long long *hub_chunks, long long hub_edges,      \
-        const int *indices, const float *weights
-#define PULL_TAIL                                                                            \
-    const unsigned char *table, int num_states, unsigned char *states, unsigned char *changed, \
-        long long *block_epoch, int block_shift, long long epoch, unsigned long long *counters, \
-        int light_lanes, long long heavy_edges
-// The window's items, from the kernel's arguments (before a sweep names its pages).
-#define WINDOW_ITEMS                                                                         \
-    WindowItems {                                                                            \
-        pages, offsets, vertex_prefix, chunk_prefix, page_first, indptr, page_chunks,        \
-            hub_chunks, page_edges, num_edges, hub_edges, 0, 0, 0                            \
-    }
-// sweep_items' arguments after the items, for a sweep that marks its changes with EPOCH.
-#define SWEEP_TAIL(EPOCH)                                                                    \
-    indices, weights, values, mode, inf, predictor, strong, num_states, states, changed,     \
-        block_epoch, block_shift, EPOCH, light_lanes, heavy_edges
-
-// The window's pages [first, end).
-__device__ __forceinline__ WindowItems window_pages(WindowItems items, int first, int end) {
-    items.first_page = first;
-    items.end_page = end;
-    items.k = first;
-    return items;
+// One sweep of the window's pages [first, end) with pull_window's parameters, marking the
+// blocks it changes with `sweep_epoch`.
+template <typename V>
+__device__ __forceinline__ void sweep_pages(SweepShared<V>& sh, int first, int end,
+                                            long long sweep_epoch, PULL_WINDOW_PARAMS) {
+    const WindowItems items{pages, offsets, vertex_prefix, chunk_prefix, page_first, indptr,
+                            page_chunks, hub_chunks, page_edges, num_edges, hub_edges,
+                            first, end, first};
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, predictor,
+                   StrongRule<V>{threshold, light_codes, light_unit}, num_states, states,
+                   changed, block_epoch, block_shift, sweep_epoch, light_lanes, heavy_edges);
 }
 
 template <typename V>
-__device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor,
-                          StrongRule<V> strong, PULL_TAIL, V* min_written) {
+__global__ void pull_window(PULL_WINDOW_PARAMS) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, table, num_states, predictor, inf);
-    sweep_items<V>(sh, window_pages(WINDOW_ITEMS, 0, num_window_pages), SWEEP_TAIL(epoch));
+    sweep_pages<V>(sh, 0, num_window_pages, epoch, PULL_WINDOW_ARGS);
     flush_shared(sh, counters, min_written, inf);
 }
 
@@ -426,10 +406,7 @@ __device__ void pull_once(PULL_ARGS, V* values, int mode, V inf, int predictor,
 // the blocks it changes with epoch + s, so the scheduler can tell which changes a page has
 // already pulled.
 template <typename V>
-__device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predictor,
-                                StrongRule<V> strong, PULL_TAIL, V* min_written, int max_sweeps,
-                                const long long* landed_seq, int incoming_slot,
-                                long long expected_seq, int mandatory, int* control) {
+__global__ void pull_persistent(PULL_PERSISTENT_PARAMS) {
     __shared__ SweepShared<V> sh;
     __shared__ int stop;
     cg::grid_group grid = cg::this_grid();
@@ -438,8 +415,7 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
     for (long long unit = 0;; ++unit) {
         const int pass = (int)(unit / num_window_pages);
         const int page = (int)(unit % num_window_pages);
-        sweep_items<V>(sh, window_pages(WINDOW_ITEMS, page, page + 1),
-                       SWEEP_TAIL(epoch + pass));
+        sweep_pages<V>(sh, page, page + 1, epoch + pass, PULL_WINDOW_ARGS);
         flush_shared(sh, counters, min_written, inf);
         grid.sync();  // every block's updates and counts of this page are visible
         if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -464,55 +440,13 @@ __device__ void pull_persistent(PULL_ARGS, V* values, int mode, V inf, int predi
 // all of its in-edges, straight from `indices` (see VertexItems), so the round reads the
 // edges of the few vertices it attempts and no page moves.
 template <typename V>
-__device__ void pull_unsettled(const long long* indptr, long long num_vertices,
-                               const long long* hub_chunks, long long num_chunks,
-                               long long hub_edges, const int* indices, const float* weights,
-                               V* values, int mode, V inf, StrongRule<V> strong,
-                               unsigned char* changed, long long* block_epoch,
-                               int block_shift, long long epoch,
-                               unsigned long long* counters, V* min_written) {
+__global__ void pull_unsettled(PULL_UNSETTLED_PARAMS) {
     __shared__ SweepShared<V> sh;
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
     const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
     // Lane groups and the heavy part are the window's (pull_tiles takes their place).
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG, strong, 0,
-                   nullptr, changed, block_epoch, block_shift, epoch, 32, 0);
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG,
+                   StrongRule<V>{threshold, light_codes, light_unit}, 0, nullptr, changed,
+                   block_epoch, block_shift, epoch, 32, 0);
     flush_shared(sh, counters, min_written, inf);
 }
-
-// The strong rule's kernel arguments (a StrongRule<V>: see values.cuh).
-#define STRONG_ARGS(V) V threshold, const unsigned char *light_codes, float light_unit
-#define PULL_CALL                                                                            \
-    pages, offsets, vertex_prefix, chunk_prefix, num_window_pages, page_first, page_edges,   \
-        num_edges, indptr, page_chunks, hub_chunks, hub_edges, indices, weights, values,     \
-        mode, inf, predictor,                                                                \
-        StrongRule<decltype(threshold)>{threshold, light_codes, light_unit}, table,          \
-        num_states, states, changed, block_epoch, block_shift, epoch, counters, light_lanes, \
-        heavy_edges, min_written
-#define ENTRY_POINTS(SUFFIX, V)                                                              \
-    extern "C" __global__ void pull_window_##SUFFIX(PULL_ARGS, V *values, int mode, V inf,   \
-                                                    int predictor, STRONG_ARGS(V),           \
-                                                    PULL_TAIL, V *min_written) {             \
-        pull_once<V>(PULL_CALL);                                                             \
-    }                                                                                        \
-    extern "C" __global__ void pull_persistent_##SUFFIX(                                     \
-        PULL_ARGS, V *values, int mode, V inf, int predictor, STRONG_ARGS(V), PULL_TAIL,     \
-        V *min_written, int max_sweeps, const long long *landed_seq, int incoming_slot,      \
-        long long expected_seq, int mandatory, int *control) {                               \
-        pull_persistent<V>(PULL_CALL, max_sweeps, landed_seq, incoming_slot, expected_seq,   \
-                           mandatory, control);                                              \
-    }                                                                                        \
-    extern "C" __global__ void pull_unsettled_##SUFFIX(                                      \
-        const long long *indptr, long long num_vertices, const long long *hub_chunks,        \
-        long long num_chunks, long long hub_edges, const int *indices, const float *weights, \
-        V *values, int mode, V inf, STRONG_ARGS(V), unsigned char *changed,                  \
-        long long *block_epoch, int block_shift, long long epoch,                            \
-        unsigned long long *counters, V *min_written) {                                      \
-        pull_unsettled<V>(indptr, num_vertices, hub_chunks, num_chunks, hub_edges, indices,  \
-                          weights, values, mode, inf,                                        \
-                          StrongRule<V>{threshold, light_codes, light_unit}, changed,        \
-                          block_epoch, block_shift, epoch, counters, min_written);           \
-    }
-
-ENTRY_POINTS(i32, int)
-ENTRY_POINTS(f32, float)

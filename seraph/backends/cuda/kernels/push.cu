@@ -19,9 +19,11 @@
 // success does, and the round's smallest written value is kept: every vertex still
 // waiting holds one of the round's writes, so it is the waiting vertices' minimum.
 
+// The kernels' parameters (FRONTIER_ENDS_PARAMS, PUSH_FRONTIER_PARAMS) and OWES come from
+// the header that seraph/backends/cuda/kernels/interface.py writes in front of this file.
+
 // out-degree of each frontier vertex into ends[1..count]; ends[0] = 0.
-extern "C" __global__ void frontier_ends(const int* frontier, long long count,
-                                         const long long* out_indptr, long long* ends) {
+__global__ void frontier_ends(FRONTIER_ENDS_PARAMS) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (first == 0) ends[0] = 0;
@@ -42,13 +44,13 @@ __device__ __forceinline__ long long owner(const long long* ends, long long coun
 }
 
 template <typename V>
-__device__ void push_frontier(const int* frontier, long long count, const long long* ends,
-                              const long long* out_indptr, const int* __restrict__ indices,
-                              const float* __restrict__ weights, V* values, int mode, V inf,
-                              unsigned int* claimed, int* next, long long capacity,
-                              unsigned char* states, unsigned char initial_state,
-                              long long* block_epoch, int block_shift, long long epoch,
-                              unsigned long long* claims, V* min_written) {
+__device__ void push_round(const int* frontier, long long count, const long long* ends,
+                           const long long* out_indptr, const int* __restrict__ indices,
+                           const float* __restrict__ weights, V* values, int mode, V inf,
+                           unsigned int* claimed, int* next, long long capacity,
+                           unsigned char* states, unsigned char initial_state,
+                           long long* block_epoch, int block_shift, long long epoch,
+                           unsigned long long* claims, V* min_written) {
     const int lane = threadIdx.x & 31;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long total = ends[count];
@@ -86,17 +88,9 @@ __device__ void push_frontier(const int* frontier, long long count, const long l
     if (lane == 0 && less_value(lowest, inf)) atomic_min_value(min_written, lowest);
 }
 
-#define PUSH_ENTRY_POINT(SUFFIX, V)                                                          \
-    extern "C" __global__ void push_frontier_##SUFFIX(                                       \
-        const int *frontier, long long count, const long long *ends,                         \
-        const long long *out_indptr, const int *indices, const float *weights, V *values,    \
-        int mode, V inf, unsigned int *claimed, int *next, long long capacity,               \
-        unsigned char *states, unsigned char initial_state, long long *block_epoch,          \
-        int block_shift, long long epoch, unsigned long long *claims, V *min_written) {      \
-        push_frontier<V>(frontier, count, ends, out_indptr, indices, weights, values, mode,  \
-                         inf, claimed, next, capacity, states, initial_state, block_epoch,   \
-                         block_shift, epoch, claims, min_written);                           \
-    }
-
-PUSH_ENTRY_POINT(i32, int)
-PUSH_ENTRY_POINT(f32, float)
+// push_round's parameters are PUSH_FRONTIER_PARAMS with __restrict__ on the edges, which
+// lets nvcc read them through the read-only cache.
+template <typename V>
+__global__ void push_frontier(PUSH_FRONTIER_PARAMS) {
+    push_round<V>(PUSH_FRONTIER_ARGS);
+}

@@ -5,10 +5,11 @@
 // changed flag above 0 (a rule with unit 0), or a value the strong rule leaves open. Its
 // edges are indptr[v + 1] - indptr[v] (the CSC's for in-edges, the CSR's for out-edges).
 // Grid-stride loops, warp sums and one atomic per warp: a pass over n values and n + 1
-// offsets at memory speed.
+// offsets at memory speed. The kernels' parameters (COUNT_SELECTED_PARAMS, ...) come from
+// the header that seraph/backends/cuda/kernels/interface.py writes in front of this file.
 
 template <typename T>
-__device__ void count_selected(const T* value, StrongRule<T> rule, const long long* indptr,
+__device__ void count_unproven(const T* value, StrongRule<T> rule, const long long* indptr,
                                long long n, unsigned long long* totals) {
     unsigned long long vertices = 0, edges = 0;
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
@@ -32,7 +33,7 @@ __device__ void count_selected(const T* value, StrongRule<T> rule, const long lo
 // one atomic. `out` has room for every selected vertex; `claimed` starts at zero. Vertex
 // ids fit an int: they are the CSC's int32 indices.
 template <typename T>
-__device__ void list_selected(const T* value, StrongRule<T> rule, long long n, int* out,
+__device__ void list_unproven(const T* value, StrongRule<T> rule, long long n, int* out,
                               unsigned long long* claimed) {
     const int lane = threadIdx.x & 31;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -50,20 +51,14 @@ __device__ void list_selected(const T* value, StrongRule<T> rule, long long n, i
     }
 }
 
-#define SELECT_ENTRY_POINTS(SUFFIX, T)                                                       \
-    extern "C" __global__ void count_selected_##SUFFIX(                                      \
-        const T *value, T threshold, const unsigned char *light_codes, float light_unit,     \
-        const long long *indptr, long long n, unsigned long long *totals) {                  \
-        count_selected<T>(value, StrongRule<T>{threshold, light_codes, light_unit}, indptr,  \
-                          n, totals);                                                        \
-    }                                                                                        \
-    extern "C" __global__ void list_selected_##SUFFIX(                                       \
-        const T *value, T threshold, const unsigned char *light_codes, float light_unit,     \
-        long long n, int *out, unsigned long long *claimed) {                                \
-        list_selected<T>(value, StrongRule<T>{threshold, light_codes, light_unit}, n, out,   \
-                         claimed);                                                           \
-    }
+template <typename V>
+__global__ void count_selected(COUNT_SELECTED_PARAMS) {
+    count_unproven<V>(value, StrongRule<V>{threshold, light_codes, light_unit}, indptr, n,
+                      totals);
+}
 
-SELECT_ENTRY_POINTS(u8, unsigned char)
-SELECT_ENTRY_POINTS(i32, int)
-SELECT_ENTRY_POINTS(f32, float)
+template <typename V>
+__global__ void list_selected(LIST_SELECTED_PARAMS) {
+    list_unproven<V>(value, StrongRule<V>{threshold, light_codes, light_unit}, n, out,
+                     claimed);
+}

@@ -1,15 +1,11 @@
-// What every kernel file shares: weight modes, predictor state bits and the (min, +)
-// arithmetic of a relaxation. cuda._kernels puts this text in front of a kernel file's own
-// before compiling it (so cupy's cache, keyed on the source text, sees a change here).
+// What every kernel file shares: the (min, +) arithmetic of a relaxation and the strong
+// rule. seraph/backends/cuda/kernels/interface.py's source_code puts this text in front of a kernel file's
+// own, after the header it writes (the weight modes UNIT, ZERO and STORED, the predictor
+// codes and state bits, and each kernel's parameters), before the CUDA backend compiles it
+// (so cupy's cache, keyed on the source text, sees a change here).
 //
 // Non-negative floats order like their int bit patterns, so float distances use the int
 // atomicMin on their bits (+inf included).
-
-#define UNIT 0
-#define ZERO 1
-#define STORED 2
-#define OWES 0x80
-#define STATE_MASK 0x7F
 
 // Value arithmetic and comparisons that keep subnormal floats. CuPy compiles every kernel
 // with -ftz=true (cupy.cuda.compiler appends it after the caller's options, so it cannot

@@ -1,0 +1,1 @@
+"""The CUDA kernels (``*.cu``, ``values.cuh``) and their interface (:mod:`.interface`)."""

@@ -1,0 +1,235 @@
+"""The CUDA kernels' interface, declared once: the constants they share with the Python side
+and each kernel's parameters.
+
+The kernel files hold neither. :func:`header` writes the constants as ``#define``s and, for
+each kernel, its parameter list (``PULL_WINDOW_PARAMS``), the names in that list
+(``PULL_WINDOW_ARGS``, for a kernel that hands them on) and its declaration;
+:func:`source_code` puts it in front of ``values.cuh`` and the kernel file, and
+:func:`packer` turns a launch's keyword arguments into the positional tuple in the same
+order, each scalar as its parameter's type. Kernels take plain parameters rather than
+structs: nvcc optimises loads through a struct parameter differently (loop unswitching, the
+read-only cache), and the kernels' code should not change with their plumbing.
+
+This module needs no cupy, so the CPU test suite checks it (tests/test_kernel_sources.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from seraph.backends.cpu.pull import (
+    ATTEMPTED,
+    NUM_COUNTERS,
+    SKIPPED_STRONG,
+    SKIPPED_WEAK,
+    SUCCEEDED,
+)
+from seraph.predictors import MAX_STATES, NONE, OWES, STATE_MASK, STRONG, WEAK
+from seraph.semiring import STORED, UNIT, ZERO
+
+#: The C name of each value type the kernels are built for (their template argument V).
+VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.int32): "int",
+               np.dtype(np.float32): "float"}
+#: The numpy type of each C scalar type a parameter may have.
+SCALARS = {"unsigned char": np.uint8, "int": np.int32, "unsigned int": np.uint32,
+           "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32}
+
+
+def constants() -> dict[str, int]:
+    """The codes the kernels share with the Python side: weight modes (seraph.semiring),
+    predictor codes, the sweep counters' columns (seraph.backends.cpu.pull) and the
+    weak predictor's state bits (seraph.predictors)."""
+    return {"UNIT": UNIT, "ZERO": ZERO, "STORED": STORED,
+            "PRED_NONE": NONE, "PRED_STRONG": STRONG, "PRED_WEAK": WEAK,
+            "ATTEMPTED": ATTEMPTED, "SUCCEEDED": SUCCEEDED,
+            "SKIPPED_STRONG": SKIPPED_STRONG, "SKIPPED_WEAK": SKIPPED_WEAK,
+            "NUM_COUNTERS": NUM_COUNTERS,
+            "OWES": int(OWES), "STATE_MASK": int(STATE_MASK), "MAX_STATES": MAX_STATES}
+
+
+# Parameters are "C type name": a scalar, or a pointer (a device array of the pointee's
+# dtype, or None for NULL). V is the kernel's value type.
+#: The edges a pull or push relaxes, and the values it lowers (values.cuh: candidate).
+_EDGES = ("const int* indices", "const float* weights", "V* values", "int mode", "V inf")
+#: The strong rule (values.cuh: StrongRule): value <= threshold + light_codes[v] * light_unit.
+_STRONG = ("V threshold", "const unsigned char* light_codes", "float light_unit")
+#: A window sweep (pull.cu: WindowItems, sweep_items): the window's pages, their slot
+#: offsets and the prefix sums of their vertices and hub chunks, then the graph's paging and
+#: hub chunks, the edges, the predictor, what a success marks and the lane groups.
+_PULL_WINDOW = (
+    "const long long* pages", "const long long* offsets", "const long long* vertex_prefix",
+    "const long long* chunk_prefix", "int num_window_pages", "const long long* page_first",
+    "long long page_edges", "long long num_edges", "const long long* indptr",
+    "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges",
+    *_EDGES, "int predictor", *_STRONG, "const unsigned char* table", "int num_states",
+    "unsigned char* states", "unsigned char* changed", "long long* block_epoch",
+    "int block_shift", "long long epoch", "unsigned long long* counters", "int light_lanes",
+    "long long heavy_edges", "V* min_written")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel: its file in kernels/, its parameters and the value types it is built
+    for (none: not a template)."""
+
+    source: str
+    params: tuple[str, ...]
+    value_types: tuple[np.dtype, ...] = ()
+
+
+_PULL_TYPES = (np.dtype(np.int32), np.dtype(np.float32))
+KERNELS = {
+    "pull_window": Kernel("pull.cu", _PULL_WINDOW, _PULL_TYPES),
+    # Sweeps until told to stop (pull.cu: pull_persistent); launched cooperatively.
+    "pull_persistent": Kernel("pull.cu", (
+        *_PULL_WINDOW, "int max_sweeps", "const long long* landed_seq", "int incoming_slot",
+        "long long expected_seq", "int mandatory", "int* control"), _PULL_TYPES),
+    # A bottom-up round: every vertex with all its in-edges (pull.cu: VertexItems).
+    "pull_unsettled": Kernel("pull.cu", (
+        "const long long* indptr", "long long num_vertices", "const long long* hub_chunks",
+        "long long num_chunks", "long long hub_edges", *_EDGES, *_STRONG,
+        "unsigned char* changed", "long long* block_epoch", "int block_shift",
+        "long long epoch", "unsigned long long* counters", "V* min_written"), _PULL_TYPES),
+    "frontier_ends": Kernel("push.cu", (
+        "const int* frontier", "long long count", "const long long* out_indptr",
+        "long long* ends")),
+    "push_frontier": Kernel("push.cu", (
+        "const int* frontier", "long long count", "const long long* ends",
+        "const long long* out_indptr", *_EDGES, "unsigned int* claimed", "int* next",
+        "long long capacity", "unsigned char* states", "unsigned char initial_state",
+        "long long* block_epoch", "int block_shift", "long long epoch",
+        "unsigned long long* claims", "V* min_written"), _PULL_TYPES),
+    "count_selected": Kernel("select.cu", (
+        "const V* value", *_STRONG, "const long long* indptr", "long long n",
+        "unsigned long long* totals"), tuple(VALUE_TYPES)),
+    "list_selected": Kernel("select.cu", (
+        "const V* value", *_STRONG, "long long n", "int* out", "unsigned long long* claimed"),
+        tuple(VALUE_TYPES)),
+    "label_from_reach": Kernel("reach.cu", (
+        "int* value", "int inf", "const long long* smallest", "const long long* out_indptr",
+        "long long n", "unsigned char* spreads")),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a kernel, parsed from its "C type name" declaration."""
+
+    name: str
+    ctype: str
+    pointer: bool
+    base: str  # the scalar type, or the pointee's ("V": the value type)
+
+
+@functools.cache
+def params(kernel: str) -> tuple[Param, ...]:
+    out = []
+    for decl in KERNELS[kernel].params:
+        ctype, name = decl.rsplit(" ", 1)
+        base = ctype.removeprefix("const ").removesuffix("*")
+        if base != "V" and base not in SCALARS:
+            raise ValueError(f"{kernel}.{name}: unknown type {ctype!r}")
+        out.append(Param(name, ctype, ctype.endswith("*"), base))
+    return tuple(out)
+
+
+def header(source: str) -> str:
+    """What goes in front of values.cuh and the kernel file ``source``."""
+    lines = ["// Written by seraph/backends/cuda/kernels/interface.py: the kernels' constants "
+             "and parameters."]
+    lines += [f"#define {name} {value}" for name, value in constants().items()]
+    for name, kernel in KERNELS.items():
+        if kernel.source != source:
+            continue
+        macro = name.upper()
+        ps = params(name)
+        lines.append(f"#define {macro}_PARAMS " + ", ".join(f"{p.ctype} {p.name}" for p in ps))
+        lines.append(f"#define {macro}_ARGS " + ", ".join(p.name for p in ps))
+        # A definition with other parameters is then an overload, which the kernel's name
+        # expression cannot pick: a compile error, not garbage at run time.
+        template = "template <typename V> " if kernel.value_types else ""
+        lines.append(f"{template}__global__ void {name}({macro}_PARAMS);")
+    return "\n".join(lines) + "\n"
+
+
+def source_code(source: str) -> str:
+    """The text the CUDA backend compiles for the kernel file ``source``: the header, then
+    values.cuh, then the file."""
+    kernels = resources.files("seraph.backends.cuda.kernels")
+    return (header(source) + kernels.joinpath("values.cuh").read_text()
+            + kernels.joinpath(source).read_text())
+
+
+def name_expression(kernel: str, value_type: np.dtype | None) -> str:
+    """The kernel's name for cupy's RawModule: ``pull_window<float>``, or the plain name."""
+    value_types = KERNELS[kernel].value_types
+    if (value_type is None) != (not value_types) or \
+            (value_type is not None and np.dtype(value_type) not in value_types):
+        raise TypeError(f"{kernel} is built for {[str(t) for t in value_types]}, "
+                        f"not {value_type}")
+    return kernel if value_type is None else f"{kernel}<{VALUE_TYPES[np.dtype(value_type)]}>"
+
+
+def name_expressions(source: str) -> list[str]:
+    """Every kernel of the file ``source``, for each value type it is built for."""
+    return [name_expression(name, t) for name, kernel in KERNELS.items()
+            if kernel.source == source for t in (kernel.value_types or (None,))]
+
+
+@functools.cache
+def packer(kernel: str, value_type: np.dtype | None):
+    """A function from a launch's keyword arguments (a dict) to the kernel's positional
+    ones: each scalar as its parameter's numpy type (cupy passes a scalar by its own type,
+    whatever the parameter's), each array checked to hold the pointee's type, a missing or
+    unknown name a TypeError. It is generated once per kernel and value type, so a launch
+    costs what a hand-written tuple of its arguments does: SSSP launches its pushes and
+    selections hundreds of times in a run of milliseconds."""
+    env: dict = {"_wrong_array": _wrong_array, "_refuse": _refuse, "kernel": kernel,
+                 "value_type": value_type}
+    items = []
+    for i, p in enumerate(params(kernel)):
+        if p.base == "V" and value_type is None:
+            raise TypeError(f"{kernel}.{p.name}: the value type V needs a value type")
+        dtype = value_type if p.base == "V" else np.dtype(SCALARS[p.base])
+        arg = f"args[{p.name!r}]"
+        if p.pointer:
+            # Builtin dtypes are singletons: the identity test spares most launches the
+            # compare.
+            env[f"d{i}"] = dtype
+            items.append(f"x if (x := {arg}) is None or x.dtype is d{i} or x.dtype == d{i} "
+                         f"else _wrong_array(kernel, {p.name!r}, x, d{i})")
+        else:
+            env[f"t{i}"] = dtype.type
+            items.append(f"t{i}({arg})")
+    exec(f"""def pack(args):
+    if len(args) != {len(items)}:
+        _refuse(kernel, value_type, args)
+    try:
+        return ({", ".join(items)},)
+    except (KeyError, AttributeError):
+        _refuse(kernel, value_type, args)
+""", env)
+    return env["pack"]
+
+
+def _wrong_array(kernel: str, name: str, arg, dtype: np.dtype):
+    raise TypeError(f"{kernel}.{name}: expected an array of {dtype}, got "
+                    f"{getattr(arg, 'dtype', type(arg).__name__)}")
+
+
+def _refuse(kernel: str, value_type: np.dtype | None, args: dict):
+    """Says what is wrong with a launch's arguments: a name missing or unknown, or a pointer
+    given something that is not an array."""
+    names = {p.name for p in params(kernel)}
+    if args.keys() != names:
+        raise TypeError(f"{kernel}: missing {sorted(names - args.keys())}, "
+                        f"unknown {sorted(args.keys() - names)}")
+    for p in params(kernel):
+        if p.pointer and args[p.name] is not None and not hasattr(args[p.name], "dtype"):
+            dtype = value_type if p.base == "V" else np.dtype(SCALARS[p.base])
+            _wrong_array(kernel, p.name, args[p.name], dtype)
+    raise AssertionError(f"{kernel}: arguments refused for no reason found")

@@ -1,0 +1,125 @@
+"""The CUDA kernels' interface (seraph/backends/cuda/kernels/interface.py), checked without
+a GPU: the header carries the Python side's constants, the kernel files take their parameter lists
+from it and keep no copies, launches are packed in the declared order and types, and (where
+nvcc is installed) every kernel compiles as the CUDA backend hands it to cupy."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from seraph import predictors, semiring
+from seraph.backends.cpu import pull as cpu_kernels
+from seraph.backends.cuda.kernels import interface
+from seraph.scheduler import PREDICTOR_CODES
+
+SOURCES = sorted({k.source for k in interface.KERNELS.values()})
+
+
+def kernel_file(name: str) -> str:
+    return resources.files("seraph.backends.cuda.kernels").joinpath(name).read_text()
+
+
+def defines(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^#define (\w+) (.*)$", text, re.M))
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_header_defines_the_python_constants(source):
+    got = defines(interface.header(source))
+    want = {"UNIT": semiring.UNIT, "ZERO": semiring.ZERO, "STORED": semiring.STORED,
+            "PRED_NONE": PREDICTOR_CODES["none"], "PRED_STRONG": PREDICTOR_CODES["strong"],
+            "PRED_WEAK": PREDICTOR_CODES["weak"], "OWES": int(predictors.OWES),
+            "STATE_MASK": int(predictors.STATE_MASK), "MAX_STATES": predictors.MAX_STATES,
+            "ATTEMPTED": cpu_kernels.ATTEMPTED, "SUCCEEDED": cpu_kernels.SUCCEEDED,
+            "SKIPPED_STRONG": cpu_kernels.SKIPPED_STRONG,
+            "SKIPPED_WEAK": cpu_kernels.SKIPPED_WEAK, "NUM_COUNTERS": cpu_kernels.NUM_COUNTERS}
+    assert {name: int(got[name]) for name in want} == want
+
+
+@pytest.mark.parametrize("source", [*SOURCES, "values.cuh"])
+def test_kernel_files_keep_no_copies(source):
+    """No constant of the header is defined again, and every kernel is a template (or a
+    plain kernel) over its generated parameter list, not an extern "C" entry point."""
+    text = kernel_file(source)
+    assert not set(defines(text)) & set(interface.constants())
+    assert 'extern "C"' not in text
+    for name, kernel in interface.KERNELS.items():
+        if kernel.source == source:
+            template = r"template <typename V>\s*" if kernel.value_types else ""
+            assert re.search(rf"{template}__global__ void {name}\({name.upper()}_PARAMS\)",
+                             text), name
+
+
+def test_name_expressions_cover_each_kernel_and_value_type():
+    assert interface.name_expressions("pull.cu") == [
+        f"{k}<{t}>" for k in ("pull_window", "pull_persistent", "pull_unsettled")
+        for t in ("int", "float")]
+    assert "count_selected<unsigned char>" in interface.name_expressions("select.cu")
+    assert interface.name_expressions("reach.cu") == ["label_from_reach"]
+    with pytest.raises(TypeError, match="built for"):
+        interface.name_expression("pull_window", np.dtype(np.uint8))
+    with pytest.raises(TypeError, match="built for"):
+        interface.name_expression("frontier_ends", np.dtype(np.int32))
+
+
+def test_packer_orders_and_types_the_arguments():
+    value_type = np.dtype(np.float32)
+    args, want = {}, []
+    for i, p in enumerate(interface.params("push_frontier")):
+        dtype = value_type if p.base == "V" else np.dtype(interface.SCALARS[p.base])
+        if p.pointer:
+            args[p.name] = np.zeros(1, dtype)
+        else:
+            args[p.name] = i  # a Python int: cupy would pass it as an int64
+        want.append((args[p.name], dtype))
+    pack = interface.packer("push_frontier", value_type)
+    got = pack(dict(reversed(args.items())))  # the order of the names does not matter
+    assert len(got) == len(want)
+    for arg, (given, dtype) in zip(got, want, strict=True):
+        if isinstance(given, np.ndarray):
+            assert arg is given
+        else:
+            assert arg.dtype == dtype and arg == given
+    states = [p.name for p in interface.params("push_frontier")].index("states")
+    assert pack(dict(args, states=None))[states] is None  # NULL
+    with pytest.raises(TypeError, match=r"missing \['epoch'\]"):
+        pack({k: v for k, v in args.items() if k != "epoch"})
+    with pytest.raises(TypeError, match=r"unknown \['extra'\]"):
+        pack(dict(args, extra=1))
+    with pytest.raises(TypeError, match="values: expected an array of float32, got int32"):
+        pack(dict(args, values=np.zeros(1, np.int32)))
+    with pytest.raises(TypeError, match="ends: expected an array of int64, got int"):
+        pack(dict(args, ends=7))
+
+
+def test_a_parameter_of_unknown_type_is_refused(monkeypatch):
+    monkeypatch.setitem(interface.KERNELS, "bad", interface.Kernel("pull.cu", ("double x",)))
+    with pytest.raises(ValueError, match=r"bad\.x: unknown type 'double'"):
+        interface.params("bad")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_kernel_compiles(tmp_path, source):
+    """What the CUDA backend compiles, with each name expression instantiated as NVRTC
+    does, builds for sm_90 under nvcc with cupy's -ftz=true."""
+    lines = [interface.source_code(source)]
+    for expr in interface.name_expressions(source):
+        name, _, value = expr.partition("<")
+        if value:
+            lines += [f"#define V {value[:-1]}",
+                      f"template __global__ void {expr}({name.upper()}_PARAMS);", "#undef V"]
+        else:
+            lines.append(f"void* const address_of_{name} = (void*)&{name};")
+    path = tmp_path / source
+    path.write_text("\n".join(lines) + "\n")
+    result = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-ftz=true", "-cubin",
+                             "-o", str(tmp_path / "out.cubin"), str(path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-4000:]
