@@ -1,5 +1,7 @@
 """Seraph: BFS, connected components and SSSP on graphs larger than GPU memory."""
 
+# First: numba must know where its cache lives before any kernel module is imported.
+import seraph.numba_cache  # noqa: F401, I001
 from seraph.api import (
     BFSResult,
     CCResult,
