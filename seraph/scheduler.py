@@ -157,7 +157,9 @@ class Run:
     # -- activity -------------------------------------------------------------------------
     def active_pages(self, pages: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask of ``pages`` (default: all) that need a sweep now."""
-        pages = np.arange(self.g.num_pages) if pages is None else np.asarray(pages, np.int64)
+        # Contiguous, so pages_active is compiled for one array layout only.
+        pages = np.arange(self.g.num_pages) if pages is None else \
+            np.ascontiguousarray(pages, np.int64)
         return pages_active(pages, self.page_blocks, self.be.block_epochs(),
                             self.processed)
 

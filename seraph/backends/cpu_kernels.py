@@ -47,7 +47,9 @@ def relax(values, indices, weights, lo, hi, best, weight_mode, inf):
     return best
 
 
-@njit(cache=True, nogil=True)
+# Inlined: called with a literal, an int64 and a prange (uint64) chunk, a separate function
+# would be compiled three times per value type.
+@njit(cache=True, nogil=True, inline="always")
 def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
                 inf, predictor, threshold, light_codes, light_unit, table, states, changed,
                 block_epoch, block_shift, epoch, counters, minimum, chunk):
