@@ -715,7 +715,7 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, pend, inv_d
     A claim says what the sequential step after the round must do about a lowered vertex:
     add an entry (this thread moved its ``pend`` to a lower bin), count it as waiting, note
     it as changed."""
-    claims = np.int64(0)  # a literal 0 would compile _file once more
+    claims = 0
     i = np.searchsorted(ends, lo, side="right")  # the frontier vertex owning edge lo
     pos = lo
     while pos < hi:

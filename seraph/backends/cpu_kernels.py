@@ -47,8 +47,8 @@ def relax(values, indices, weights, lo, hi, best, weight_mode, inf):
     return best
 
 
-# Inlined: called with a literal, an int64 and a prange (uint64) chunk, a separate function
-# would be compiled three times per value type.
+# Inlined: a separate function would be compiled three times per value type, once for each
+# chunk-index type its callers pass (a literal 0, an int64, prange's uint64).
 @njit(cache=True, nogil=True, inline="always")
 def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
                 inf, predictor, threshold, light_codes, light_unit, table, states, changed,
