@@ -28,6 +28,7 @@ class EdgeChunk:
     src: np.ndarray
     dst: np.ndarray
     weight: np.ndarray | None = None
+    input_bytes: int = 0  #: bytes of the input file read for this chunk (for progress)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -46,6 +47,8 @@ class EdgeSource:
             Market ``symmetric``, undirected generators), so the store is symmetric
             without ``--symmetrize``.
         num_edges_hint: expected edge count for progress bars, or None.
+        input_size: the input file's size in bytes when its chunks count the bytes read
+            (``EdgeChunk.input_bytes``): the reading bar's total then. None otherwise.
         provenance: facts about where the edges came from, stored in the store's attrs.
     """
 
@@ -54,4 +57,5 @@ class EdgeSource:
     num_vertices: int | None = None
     symmetric: bool = False
     num_edges_hint: int | None = None
+    input_size: int | None = None
     provenance: dict = field(default_factory=dict)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import io
 import lzma
 import os
 import zlib
@@ -400,13 +401,38 @@ def _compression(path: Path) -> str | None:
     return suffix if suffix in _COMPRESSIONS else None
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    """Opens ``path`` for reading, decompressing by its suffix."""
-    opener = _COMPRESSIONS.get(_compression(path) or "", open)
+class _CountedFile(io.RawIOBase):
+    """The input file, counting the bytes read from it (compressed bytes, for a
+    compressed file): how far the reading bar has come, against the file's size."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "rb")  # noqa: SIM115 (closed by close())
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._file.readinto(buffer)
+        self.count += n
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+@contextlib.contextmanager
+def _open_binary(path: Path) -> Iterator[tuple[IO[bytes], _CountedFile]]:
+    """Opens ``path`` for reading, decompressing by its suffix; yields the stream and the
+    file under it."""
     try:
-        return opener(path, "rb")
+        raw = _CountedFile(path)
     except OSError as e:
         raise InputError(f"{path}: cannot open: {e.strerror or e}") from e
+    opener = _COMPRESSIONS.get(_compression(path) or "", io.BufferedReader)
+    with raw, opener(raw) as stream:
+        yield stream, raw
 
 
 @contextlib.contextmanager
@@ -501,23 +527,26 @@ def _parse_block(path: Path, buf: np.ndarray, end: int, layout: _Layout,
     return chunk, int(lines.sum())
 
 
-def _parse_stream(path: Path, stream: IO[bytes], layout: _Layout, chunk_edges: int,
-                  first_line: int = 1) -> Iterator[EdgeChunk]:
-    """Parses data lines from ``stream`` (whose next line is ``first_line``) into chunks."""
-    line = first_line
+def _parse_stream(path: Path, stream: IO[bytes], raw: _CountedFile, layout: _Layout,
+                  chunk_edges: int, first_line: int = 1) -> Iterator[EdgeChunk]:
+    """Parses data lines from ``stream`` (whose next line is ``first_line``) into chunks,
+    each carrying the bytes ``raw`` read since the previous one."""
+    line, reported = first_line, 0
     for buf, end in _blocks(stream):
         block, lines = _parse_block(path, buf, end, layout, line)
         line += lines
         for lo in range(0, len(block), chunk_edges):
             part = slice(lo, lo + chunk_edges)
             yield EdgeChunk(block.src[part], block.dst[part],
-                            None if block.weight is None else block.weight[part])
+                            None if block.weight is None else block.weight[part],
+                            input_bytes=raw.count - reported)
+            reported = raw.count
 
 
 def _text_chunks(path: Path, layout: _Layout, chunk_edges: int) -> Iterator[EdgeChunk]:
     found = False
-    with _open_binary(path) as stream, _read_errors(path):
-        for chunk in _parse_stream(path, stream, layout, chunk_edges):
+    with _open_binary(path) as (stream, raw), _read_errors(path):
+        for chunk in _parse_stream(path, stream, raw, layout, chunk_edges):
             found = True
             yield chunk
     if not found:
@@ -529,7 +558,8 @@ def _text_source(path: Path, fmt: str, weights: str, chunk_edges: int) -> EdgeSo
     # A third column is tolerated in every format; only a weighted read requires it.
     layout = _Layout(min_cols=3 if weighted else 2, max_cols=3, want_weight=weighted)
     return EdgeSource(chunks=lambda: _text_chunks(path, layout, chunk_edges),
-                      weighted=weighted, provenance=_provenance(path, fmt))
+                      weighted=weighted, input_size=path.stat().st_size,
+                      provenance=_provenance(path, fmt))
 
 
 # --------------------------------------------------------------------------- Matrix Market
@@ -591,18 +621,18 @@ def _mirror(chunk: EdgeChunk) -> EdgeChunk:
     off = chunk.src != chunk.dst
     weight = None if chunk.weight is None else np.concatenate([chunk.weight, chunk.weight[off]])
     return EdgeChunk(np.concatenate([chunk.src, chunk.dst[off]]),
-                     np.concatenate([chunk.dst, chunk.src[off]]), weight)
+                     np.concatenate([chunk.dst, chunk.src[off]]), weight, chunk.input_bytes)
 
 
 def _mtx_chunks(path: Path, weighted: bool, chunk_edges: int) -> Iterator[EdgeChunk]:
-    with _open_binary(path) as stream, _read_errors(path):
+    with _open_binary(path) as (stream, raw), _read_errors(path):
         header = _read_mtx_header(path, stream)
         cols = 2 if header.field == "pattern" else 3
         layout = _Layout(cols, cols, weighted, one_based=True, limit=header.rows)
         # Symmetric chunks double when mirrored; halve them to keep chunks near chunk_edges.
         capacity = max(1, chunk_edges // 2) if header.symmetric else chunk_edges
         entries = 0
-        for chunk in _parse_stream(path, stream, layout, capacity, header.lines + 1):
+        for chunk in _parse_stream(path, stream, raw, layout, capacity, header.lines + 1):
             entries += len(chunk)
             yield _mirror(chunk) if header.symmetric else chunk
     if entries != header.nnz:
@@ -611,7 +641,7 @@ def _mtx_chunks(path: Path, weighted: bool, chunk_edges: int) -> Iterator[EdgeCh
 
 
 def _mtx_source(path: Path, weights: str, chunk_edges: int) -> EdgeSource:
-    with _open_binary(path) as stream, _read_errors(path):
+    with _open_binary(path) as (stream, _), _read_errors(path):
         header = _read_mtx_header(path, stream)
     if weights == "file" and header.field == "pattern":
         raise InputError(f"{path}: weights='file' but the matrix is a pattern (no values)")
@@ -620,6 +650,7 @@ def _mtx_source(path: Path, weights: str, chunk_edges: int) -> EdgeSource:
     return EdgeSource(chunks=lambda: _mtx_chunks(path, weighted, chunk_edges),
                       weighted=weighted, num_vertices=header.rows,
                       symmetric=header.symmetric, num_edges_hint=hint,
+                      input_size=path.stat().st_size,
                       provenance=_provenance(path, "mtx"))
 
 

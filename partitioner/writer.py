@@ -37,7 +37,7 @@ from numba import njit
 
 from partitioner.csx import compact_edges, dedup_rows, expand_rows, partition, sort_by_key
 from partitioner.edges import EdgeChunk, EdgeSource
-from seraph import progress
+from seraph import progress, temporaries
 from seraph.errors import InputError, StoreError
 from seraph.store import StoreAttrs, StoreWriter
 
@@ -188,10 +188,12 @@ def scan_ids(source: EdgeSource, cache: _ChunkCache) -> tuple[IdSpace, int]:
     """Pass 1: decides the vertex numbering and caches the parsed edges."""
     seen = _IdSet()
     count = 0
-    with progress.bar(source.num_edges_hint, "reading", "edges") as bar:
+    by_bytes = source.input_size is not None  # a file: its size is the bar's total
+    with progress.bar(source.input_size if by_bytes else source.num_edges_hint, "reading",
+                      "B" if by_bytes else "edges") as bar:
         for chunk in source.chunks():
             count += len(chunk)
-            bar.update(len(chunk))
+            bar.update(chunk.input_bytes if by_bytes else len(chunk))
             if not len(chunk):
                 continue
             seen.add(chunk.src)
@@ -622,17 +624,20 @@ def write_store(source: EdgeSource, output: str | os.PathLike, options: Options 
     """Partitions ``source`` into a store at ``output`` (see the module docstring).
 
     The store is built beside ``output`` and renamed into place only when complete.
+    ``force`` replaces an existing Seraph store and nothing else (see
+    :mod:`seraph.temporaries`, which also says what is removed of earlier killed runs).
     """
     options = options or Options()
     options.check()
     output = Path(output)
-    if output.exists() and not force:
-        raise StoreError(f"{output} already exists (use --force / force=True to replace it)")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    temporaries.check_output(output, force)
     try:
-        with tempfile.TemporaryDirectory(prefix=f".{output.name}.spill-",
-                                         dir=output.parent) as spill:
-            attrs, ids, by_source = _bucket(source, options, Path(spill))
+        with temporaries.folder_for(output), temporaries.temp_dir(output, "spill") as spill:
+            removed = temporaries.remove_leftovers(output)
+            if removed:
+                progress.note(f"removed what an interrupted earlier run left: "
+                              f"{', '.join(p.name for p in removed)}")
+            attrs, ids, by_source = _bucket(source, options, spill)
             with StoreWriter(output, attrs, force=force) as writer:
                 attrs.source["command"] = command or " ".join(sys.argv)
                 _emit_rows(StoreSink(writer), attrs, ids, by_source, options)
@@ -667,7 +672,7 @@ def _provenance(source: EdgeSource, **extra) -> dict:
     import scipy
     import zarr
 
-    from seraph import __version__
+    from seraph.version import __version__
 
     return {**source.provenance, **{k: v for k, v in extra.items() if v is not None},
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -1,5 +1,5 @@
 """Seraph's CPU backend beside scipy.sparse.csgraph and networkit, plus an ablation of
-schedules and predictors (DESIGN section 6; the paper's Figures 9 and 10).
+schedules and predictors (docs/benchmarks/engine-cpu.md; the paper's Figures 9 and 10).
 
     python scripts/bench.py [--quick] [--json-out FILE] [--md-out FILE] [--repeat N]
 
@@ -88,15 +88,10 @@ def high_degree_source(graph) -> int:
 def run_seraph(graph, alg: str, source: int, **options):
     """One Seraph run; returns (result array in the API's conventions, stats)."""
     import seraph
+    from seraph.algorithms import get
 
-    if alg == "bfs":
-        res = seraph.bfs(graph, source, device="cpu", **options)
-        return res.levels, res.stats
-    if alg == "cc":
-        res = seraph.connected_components(graph, device="cpu", **options)
-        return res.labels, res.stats
-    res = seraph.sssp(graph, source, device="cpu", **options)
-    return res.distances, res.stats
+    res = seraph.run(graph, alg, get(alg).source_for(source), device="cpu", **options)
+    return res.values, res.stats
 
 
 def scipy_runs(adj, alg: str, source: int) -> dict:
@@ -171,6 +166,7 @@ def warm_up(graph, source: int) -> None:
 
 def compare(spec: GraphSpec, graph, repeat: int, networkit: bool) -> list[dict]:
     """BFS, CC and SSSP on one graph by every library; one row per algorithm."""
+    from seraph.algorithms import get
     from seraph.validate import check, reference
 
     source = high_degree_source(graph)
@@ -179,7 +175,7 @@ def compare(spec: GraphSpec, graph, repeat: int, networkit: bool) -> list[dict]:
     nk_build, nkg = benchlib.timed(lambda: networkit_graph(adj)) if networkit else (None, None)
     rows = []
     for alg in ALGORITHMS:
-        src = None if alg == "cc" else source
+        src = get(alg).source_for(source)
         print(f"[bench] {spec.name}: {alg}", file=sys.stderr, flush=True)
         seconds, (values, stats) = benchlib.best_time(
             lambda a=alg: run_seraph(graph, a, source), repeat)
@@ -204,10 +200,10 @@ def compare(spec: GraphSpec, graph, repeat: int, networkit: bool) -> list[dict]:
 def paged_budget(graph, predictor: str, alg: str) -> int:
     """A device budget holding the vertex state and a quarter of the pages (at least 2);
     only SSSP's pages carry weights."""
-    from seraph.algorithms import ALGORITHMS as SPECS
-    from seraph.backends.base import Layout
+    from seraph.algorithms import get
+    from seraph.backends.layout import Layout
 
-    layout = Layout.for_run(graph, SPECS[alg], predictor, None)
+    layout = Layout.for_run(graph, get(alg).spec, predictor, None)
     slots = max(2, math.ceil(PAGED_FRACTION * graph.num_pages))
     return layout.state_bytes + slots * layout.slot_bytes
 
@@ -220,13 +216,14 @@ def ablation_configs(paged: bool) -> list[tuple[str, str]]:
 
 
 def ablation(spec: GraphSpec, graph, repeat: int) -> list[dict]:
+    from seraph.algorithms import get
     from seraph.validate import check
 
     source = high_degree_source(graph)
     warm_up(graph, source)
     rows = []
     for alg in ALGORITHMS:
-        src = None if alg == "cc" else source
+        src = get(alg).source_for(source)
         verified = None  # the first answer, checked against scipy; the rest must equal it
         for paged in (False, True):
             for schedule, predictor in ablation_configs(paged):

@@ -1,5 +1,5 @@
 """Seraph on a GPU: out of GPU memory at a quarter of the pages, and fully resident
-(DESIGN section 6).
+(docs/benchmarks/engine-gpu.md).
 
     python scripts/bench_gpu.py [--scale 26] [--json-out FILE] [--md-out FILE] [--skip ...]
 
@@ -285,8 +285,9 @@ def measure_bandwidth(device: str, nbytes: int, repeat: int) -> dict:
 def zero_copy_read(pinned: np.ndarray, repeat: int, stream) -> float:
     """Bytes per second at which a kernel reads pinned host memory in place, in aligned
     128-byte warp loads (scripts/zero_copy_read.cu): the rate of the bottom-up rounds,
-    which read the host's CSC so. It differs between hosts more than copies do (session
-    11: one H100 host read the CSC at half the rate of another, at the same copy rate)."""
+    which read the host's CSC so. It differs between hosts more than copies do: one H100
+    host read the CSC at half the rate of another, at the same copy rate
+    (docs/benchmarks/engine-gpu-slow-zero-copy-host.md)."""
     import cupy as cp
 
     kernel = cp.RawModule(code=(Path(__file__).parent / "zero_copy_read.cu").read_text()
@@ -504,8 +505,8 @@ def warm_page_summary(graph) -> float | None:
     """Builds the engine's per-graph page summary before anything is timed (it is cached on
     the graph; the first run would otherwise pay for it)."""
     try:
-        from seraph.backends.base import Layout
-        from seraph.scheduler import page_summary
+        from seraph.backends.activity import page_summary
+        from seraph.backends.layout import Layout
 
         start = time.perf_counter()
         page_summary(graph, Layout.plan(graph, False, None))
@@ -519,10 +520,10 @@ def resident_layout(graph, alg: str, schedule: str):
     """The engine's Layout of a run with no budget under the schedule's default
     predictor: its vertex state bytes and its slot bytes."""
     import seraph
-    from seraph.algorithms import ALGORITHMS as SPECS
-    from seraph.backends.base import Layout
+    from seraph.algorithms import get
+    from seraph.backends.layout import Layout
 
-    spec = SPECS[alg]
+    spec = get(alg).spec
     predictor = seraph.make_config(schedule=schedule).resolved_predictor(spec)
     return Layout.for_run(graph, spec, predictor, None)
 
@@ -545,29 +546,24 @@ def paged_budget(graph, alg: str, schedule: str, fraction: float) -> int:
 def call(graph, alg: str, source: int, **options):
     """One API call; returns (result array, stats, trace events)."""
     import seraph
+    from seraph.algorithms import get
 
-    if alg == "bfs":
-        res = seraph.bfs(graph, source, trace=True, **options)
-        values = res.levels
-    elif alg == "cc":
-        res = seraph.connected_components(graph, trace=True, **options)
-        values = res.labels
-    else:
-        res = seraph.sssp(graph, source, trace=True, **options)
-        values = res.distances
-    return values, res.stats, res.trace.events
+    res = seraph.run(graph, alg, get(alg).source_for(source), trace=True, **options)
+    return res.values, res.stats, res.trace.events
 
 
 def measure(graph, desc: dict, alg: str, *, device: str, schedule: str, paged: bool,
             args, bandwidth: float | None, clock: Clock, keep_values: bool = False,
             repeat: int = 1) -> dict:
     """Runs one configuration ``repeat`` times (the fastest kept); derives its figures."""
+    from seraph.algorithms import get
+
     budget = paged_budget(graph, alg, schedule, args.budget_fraction) if paged else None
     memory = f"{args.budget_fraction:.0%} of pages" if paged else "resident"
     row = {"graph": desc["name"], "scale": desc["scale"], "algorithm": alg, "device": device,
            "schedule": schedule, "memory": memory, "paged": paged, "budget": budget,
            "error": None}
-    src = None if alg == "cc" else desc["source"]
+    src = get(alg).source_for(desc["source"])
     best, spent, first_wall = None, 0.0, None
     for attempt in range(max(1, repeat)):
         if attempt and spent > REPEAT_SECONDS:

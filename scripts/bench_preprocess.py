@@ -1,5 +1,6 @@
 """Preprocessing throughput and memory: text edge lists and generators into stores, beside a
-pyarrow parse plus an in-memory scipy CSR and CSC build of the same file (DESIGN section 6).
+pyarrow parse plus an in-memory scipy CSR and CSC build of the same file
+(docs/benchmarks/preprocess-cpu.md).
 
     python scripts/bench_preprocess.py [--quick] [--json-out FILE] [--md-out FILE]
 

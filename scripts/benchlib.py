@@ -1,4 +1,4 @@
-"""Shared helpers of the benchmark scripts (DESIGN section 6): the machine description,
+"""Shared helpers of the benchmark scripts (docs/benchmarks/): the machine description,
 timing, cases run in fresh subprocesses with their own peak RSS, markdown tables, output.
 
 A benchmark script that measures memory runs each case as ``python <script> --case NAME

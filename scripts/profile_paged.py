@@ -13,11 +13,12 @@ the time above the copy floor goes. The questions it answers, one per subcommand
   The bottom-up round starts once the open share is below the backend's limit.
 - ``gaps``: paged BFS, CC and SSSP with a trace; the copy engine's idle gaps above
   0.5 ms, and the sparse rounds (optionally the traces, for ``seraph plot``).
-- ``share``: paged SSSP under several GPU bottom-up limits (scheduler.GPU_BOTTOM_UP_SHARE).
+- ``share``: paged SSSP under several bottom-up limits, each a share of all edges (as
+  the CUDA backend's BOTTOM_UP_SHARE is).
 - ``final``: paged BFS, CC and SSSP with the last window of each dense round swept at
-  most so many times (scheduler.LAST_WINDOW_SWEEPS; ``max_reentries``, 8, was the rule
-  until session 10: on RMAT-26 SSSP the copy engine idled 93 and 70 ms at the ends of its
-  two dense rounds while that window was re-swept).
+  most so many times (schedules.LAST_WINDOW_SWEEPS; with ``max_reentries``, 8, the copy
+  engine idled 93 and 70 ms at the ends of RMAT-26 SSSP's two dense rounds on an H100
+  while that window was re-swept).
 - ``once``: one paged run of ``--alg``, for a profiler to wrap (scripts/profile_ncu.sh
   runs Nsight Compute over it).
 
@@ -40,7 +41,8 @@ import bench_gpu
 import numpy as np
 
 import seraph
-from seraph import scheduler
+from seraph import scheduler, schedules
+from seraph.algorithms import get
 
 ALGORITHMS = ("sssp", "bfs", "cc")
 
@@ -71,18 +73,13 @@ def runner(graph: seraph.Graph, alg: str, args) -> Callable[..., object]:
     source = int(np.argmax(graph.out_degrees()))
 
     def run(**options):
-        options = dict(device=args.device, device_memory=budget, **options)
-        if alg == "cc":
-            return seraph.connected_components(graph, **options)
-        return getattr(seraph, alg)(graph, source, **options)
+        return seraph.run(graph, alg, get(alg).source_for(source), device=args.device,
+                          device_memory=budget, **options)
     return run
 
 
 def answer(result) -> np.ndarray:
-    for field in ("distances", "levels", "labels"):
-        if hasattr(result, field):
-            return getattr(result, field)
-    raise TypeError(type(result))
+    return result.values
 
 
 def best_of_two(run: Callable[..., object], **options):
@@ -109,8 +106,9 @@ def patched(owner, name: str, value) -> Iterator[None]:
 
 # --------------------------------------------------------------------------- subcommands
 def rounds(graph: seraph.Graph, args) -> None:
-    from seraph.bottom_up import unsettled
+    from seraph.backends.cpu.bottom_up import unsettled
     from seraph.lightest import NO_BOUND
+    from seraph.rounds import SparseRounds
 
     indptr = graph.csc()[0]
     in_degrees = np.diff(indptr)
@@ -133,7 +131,7 @@ def rounds(graph: seraph.Graph, args) -> None:
                                                                        not_final)),
               flush=True)
 
-    end_round, push = scheduler.Run._end_round, scheduler.Run._push
+    end_round, push = scheduler.Run.end_round, SparseRounds.push
     bottom_ups = [0]  # seen so far: a bottom-up round counts itself before it ends
 
     def observed_end(self, succeeded, changed_min):
@@ -146,11 +144,11 @@ def rounds(graph: seraph.Graph, args) -> None:
 
     def observed_push(self, frontier):
         waiting = push(self, frontier)
-        report(self, f"push ({len(frontier):,})")
+        report(self.run, f"push ({len(frontier):,})")
         return waiting
 
-    with patched(scheduler.Run, "_end_round", observed_end), \
-            patched(scheduler.Run, "_push", observed_push):
+    with patched(scheduler.Run, "end_round", observed_end), \
+            patched(SparseRounds, "push", observed_push):
         result = run()
     assert np.array_equal(answer(result).astype(np.float32), final), "answers differ"
 
@@ -177,10 +175,13 @@ def gaps(graph: seraph.Graph, args) -> None:
 
 
 def share(graph: seraph.Graph, args) -> None:
+    from seraph.backends import backend_class
+
     run = runner(graph, "sssp", args)
     run()
     for value in (float(x) for x in args.shares.split(",")):
-        with patched(scheduler, "GPU_BOTTOM_UP_SHARE", value):
+        limit = lambda backend, push_limit, num_edges, v=value: v * num_edges  # noqa: E731
+        with patched(backend_class(args.device), "bottom_up_edge_limit", limit):
             print(f"share {value:4}: {row(best_of_two(run))}", flush=True)
 
 
@@ -189,7 +190,7 @@ def final(graph: seraph.Graph, args) -> None:
         run = runner(graph, alg, args)
         want = answer(run())
         for cap in (int(x) for x in args.final_sweeps.split(",")):
-            with patched(scheduler, "LAST_WINDOW_SWEEPS", cap):
+            with patched(schedules, "LAST_WINDOW_SWEEPS", cap):
                 result = best_of_two(run)
             assert np.array_equal(answer(result), want), "answers differ"
             print(f"{alg} final sweeps {cap}: {row(result)}", flush=True)

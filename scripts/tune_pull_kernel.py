@@ -22,8 +22,8 @@ import seraph
 from partitioner import generators
 from partitioner.writer import Options, write_store
 from seraph.algorithms import ALGORITHMS
-from seraph.backends.base import Layout
-from seraph.backends.cuda import CudaBackend
+from seraph.backends.cuda.backend import CudaBackend
+from seraph.backends.layout import Layout
 
 
 def parse_variants(text: str) -> list[tuple[int, int]]:
@@ -49,12 +49,12 @@ def main() -> None:
         print(f"RMAT-{args.scale}: {graph.num_vertices:,} vertices, {graph.num_edges:,} edges, "
               f"{graph.num_pages} pages ({time.perf_counter() - start:.1f} s)", flush=True)
         hub = int(np.argmax(graph.out_degrees()))
-        runs = {"bfs": lambda **o: seraph.bfs(graph, hub, **o).stats,
-                "cc": lambda **o: seraph.connected_components(graph, **o).stats,
-                "sssp": lambda **o: seraph.sssp(graph, hub, **o).stats}
+        runs = {name: lambda n=name, e=entry, **o: seraph.run(graph, n, e.source_for(hub),
+                                                               **o).stats
+                for name, entry in ALGORITHMS.items()}
         configs = []
         for name in runs:
-            layout = Layout.for_run(graph, ALGORITHMS[name], "strong", None)  # the default
+            layout = Layout.for_run(graph, ALGORITHMS[name].spec, "strong", None)  # the default
             quarter = layout.state_bytes + graph.num_pages // 4 * layout.slot_bytes
             configs += [(name, "resident", {}), (name, "paged", {"device_memory": quarter}),
                         (name, "single", {"device_memory": quarter, "schedule": "single"})]

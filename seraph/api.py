@@ -1,9 +1,11 @@
-"""The Python API: ``bfs``, ``sssp`` and ``connected_components`` over a :class:`Graph`.
+"""The engine's entry: configuration, device choice, and :func:`execute`, which runs an
+algorithm's spec to convergence on a graph. The public functions over it (``bfs``,
+``sssp``, ``connected_components``, ``seraph.run``) are :mod:`seraph.algorithms`.
 
 Results are NumPy arrays indexed by vertex (position i is the input vertex
 ``graph.vertex_ids[i]``), with the conventional sentinels: -1 for unreached levels and
 predecessors, inf for unreached distances. Ids in results (predecessors, labels) are the
-input's ids.
+input's ids (:func:`input_ids`).
 """
 
 from __future__ import annotations
@@ -12,43 +14,20 @@ import os
 import time
 import tomllib
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 
-from seraph.algorithms import BFS, CC, REACH, SSSP, Algorithm
+from seraph.backends import backend_class
+from seraph.backends.layout import Layout
 from seraph.compiling import compile_seconds
-from seraph.errors import ConfigError, DeviceError, InputError
+from seraph.errors import ConfigError, DeviceError, DeviceWarning, InputError
 from seraph.graph import Graph, open_graph
-from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig, Run
+from seraph.spec import Algorithm
 from seraph.stats import RunStats, Trace
 from seraph.units import parse_size
-
-
-@dataclass
-class BFSResult:
-    levels: np.ndarray  #: int32 hop count from the source, -1 if unreached
-    predecessors: np.ndarray | None  #: input id of a BFS-tree parent, -1 for none
-    stats: RunStats
-    trace: Trace
-
-
-@dataclass
-class SSSPResult:
-    distances: np.ndarray  #: float32 distance from the source, inf if unreached
-    predecessors: np.ndarray | None  #: input id of a shortest-path-tree parent, -1 for none
-    stats: RunStats
-    trace: Trace
-
-
-@dataclass
-class CCResult:
-    labels: np.ndarray  #: input id of the smallest vertex in each vertex's component
-    num_components: int
-    stats: RunStats
-    trace: Trace
 
 
 # -- configuration -------------------------------------------------------------------------
@@ -73,7 +52,7 @@ def make_config(**options) -> EngineConfig:
     """An EngineConfig from keyword options (None means the default)."""
     opts = {k: v for k, v in options.items() if v is not None}
     if "device_memory" in opts:
-        opts["device_memory"] = parse_size(opts["device_memory"])
+        opts["device_memory"] = parse_size(opts["device_memory"], "device_memory")
     try:
         cfg = EngineConfig(**opts)
     except TypeError as e:
@@ -96,7 +75,7 @@ def cuda_status() -> tuple[bool, str]:
     if count == 0:
         return False, "no CUDA device is visible"
     try:
-        import seraph.backends.cuda  # noqa: F401
+        backend_class("cuda")
     except ImportError as e:
         return False, f"the CUDA backend is not available in this build ({e})"
     return True, "ok"
@@ -112,23 +91,14 @@ def resolve_device(device: str) -> str:
         return "cuda"
     if device == "cuda":
         raise DeviceError(f"--device cuda: no usable GPU: {why}; use --device cpu or auto")
-    warnings.warn(f"no usable GPU ({why}); running on the CPU backend", RuntimeWarning,
+    warnings.warn(f"no usable GPU ({why}); running on the CPU backend", DeviceWarning,
                   stacklevel=3)
     return "cpu"
 
 
-def _make_backend(device: str, config: EngineConfig, *args):
-    if device == "cuda":
-        from seraph.backends.cuda import CudaBackend
-
-        return CudaBackend(*args, push_on=config.push_on)
-    from seraph.backends.cpu import CpuBackend
-
-    return CpuBackend(*args)
-
-
 # -- running ---------------------------------------------------------------------------------
-def _as_graph(graph) -> Graph:
+def as_graph(graph) -> Graph:
+    """A :class:`Graph`, or the store at a path opened as one."""
     if isinstance(graph, Graph):
         return graph
     if isinstance(graph, (str, os.PathLike)):
@@ -138,9 +108,8 @@ def _as_graph(graph) -> Graph:
 
 def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig
             ) -> tuple[np.ndarray, RunStats, Trace]:
-    """Runs an algorithm to convergence; returns the engine's values (INF = unreached)."""
-    from seraph.backends.base import Layout
-
+    """Runs an algorithm's plan (:class:`~seraph.spec.Plan`) to convergence; returns the
+    engine's values (INF = unreached)."""
     start, compiled_before = time.perf_counter(), compile_seconds()
     device = resolve_device(config.device)
     predictor = config.resolved_predictor(algorithm)
@@ -150,34 +119,29 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
 
         diagram = load_diagram(config.diagram or "seraph")
         table, initial_state = diagram.table, diagram.initial
+    backend_cls = backend_class(device)
     budget = config.device_memory
-    if device == "cuda" and budget is None:
-        from seraph.backends.cuda import default_budget
-
-        budget = default_budget(graph)
+    if budget is None:
+        budget = backend_cls.default_budget(graph)
     layout = Layout.for_run(graph, algorithm, predictor, budget)
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,
                      predictor=predictor, num_vertices=graph.num_vertices,
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
-    hub = _components_hub(graph, algorithm, layout, config)
-    if hub is not None:
-        algorithm, source = REACH, hub
-    backend = _make_backend(device, config, graph, algorithm, layout, table, initial_state)
+    plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
+    plan = plan or algorithm.simple_plan(source)
+    backend = backend_cls.create(config, graph, plan.algorithm, layout, table, initial_state)
     try:
-        backend.init_values(source)
-        run = Run(graph, algorithm, backend, config, predictor, stats, trace)
+        backend.init_values(plan.source)
+        run = Run(graph, plan.algorithm, backend, config, predictor, stats, trace)
         stats.setup_time = time.perf_counter() - start - (compile_seconds() - compiled_before)
-        if hub is not None:
-            run.components_from_hub(hub)
-        else:
-            run.execute(algorithm.initial_frontier(source))
+        plan.drive(run)
         done = time.perf_counter()
         values = backend.result()
         stats.readback_time = time.perf_counter() - done
-        stats.peak_device_memory = getattr(backend, "peak_memory", 0)
-        if getattr(backend, "upload_bytes", 0):  # a resident graph's one upload
+        stats.peak_device_memory = backend.peak_memory
+        if backend.upload_bytes:  # a resident graph's one upload
             stats.bytes_h2d += backend.upload_bytes
             stats.pages_transferred += graph.num_pages
     finally:
@@ -189,22 +153,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     return values, stats, trace
 
 
-def _components_hub(graph: Graph, algorithm: Algorithm, layout, config: EngineConfig
-                     ) -> int | None:
-    """The vertex CC starts from (:meth:`Run.components_from_hub`: its highest out-degree
-    vertex), or None for plain min-label propagation: when no page moves a dense round
-    costs little and spreads every label at once, and the ``single`` schedule is the
-    plain full-pass baseline."""
-    if algorithm is not CC or layout.resident or config.schedule == "single" or \
-            graph.num_vertices == 0:
-        return None
-    from seraph.backends.base import graph_cached, out_degrees
-
-    # Kept with the graph: the argmax alone takes 20 ms at 2**26 vertices.
-    return graph_cached(graph, "cc hub", lambda: int(np.argmax(out_degrees(graph))))
-
-
-def _source_index(graph: Graph, source) -> int:
+def source_index(graph: Graph, source) -> int:
+    """The store's vertex number of ``source``, an input vertex id (checked)."""
     if source is None:
         raise InputError("a source vertex is required")
     # int() would silently truncate 1.5 or parse "1"; a vertex id is an integer.
@@ -213,7 +163,7 @@ def _source_index(graph: Graph, source) -> int:
     return graph.vertex_index(source)
 
 
-def _input_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
+def input_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
     """Maps internal vertex numbers (-1 kept) to the input's ids."""
     if not graph.attrs.relabelled:
         return internal
@@ -221,58 +171,6 @@ def _input_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
     ok = internal >= 0
     out[ok] = graph.vertex_ids[internal[ok]]
     return out
-
-
-def bfs(graph, source: int, *, predecessors: bool = False, config: EngineConfig | None = None,
-        **options) -> BFSResult:
-    """Breadth-first search levels from ``source`` (an input vertex id).
-
-    Options are those of :class:`seraph.scheduler.EngineConfig` (schedule, predictor,
-    diagram, device, device_memory, push_alpha, ...).
-    """
-    g = _as_graph(graph)
-    config = config or make_config(**options)
-    s = _source_index(g, source)
-    values, stats, trace = execute(g, BFS, s, config)
-    preds = None
-    if predecessors:
-        preds = _input_ids(g, tight_predecessors(g, values, s, BFS.weight_mode))
-    levels = values  # int32 already, and ours: relabel the unreached in place (putmask:
-    np.putmask(levels, levels == BFS.inf, -1)  # boolean-index assignment is ~10x slower)
-    return BFSResult(levels, preds, stats, trace)
-
-
-def sssp(graph, source: int, *, predecessors: bool = False, config: EngineConfig | None = None,
-         **options) -> SSSPResult:
-    """Single-source shortest path distances (float32) from ``source`` (an input vertex id)."""
-    g = _as_graph(graph)
-    if not g.weighted:
-        raise InputError("SSSP needs edge weights but this graph is unweighted: use bfs() "
-                         "for hop counts, or preprocess with --weights file|random:LO,HI")
-    config = config or make_config(**options)
-    s = _source_index(g, source)
-    values, stats, trace = execute(g, SSSP, s, config)
-    preds = None
-    if predecessors:
-        preds = _input_ids(g, tight_predecessors(g, values, s, SSSP.weight_mode))
-    return SSSPResult(values, preds, stats, trace)
-
-
-def connected_components(graph, *, config: EngineConfig | None = None,
-                         **options) -> CCResult:
-    """Connected components of a symmetric graph by min-label propagation: each vertex is
-    labelled by the smallest vertex id of its component. When pages move, the highest
-    out-degree vertex's component is reached first (see Run.components_from_hub)."""
-    g = _as_graph(graph)
-    if not g.symmetric:
-        raise InputError("connected components need an undirected (symmetric) graph but this "
-                         "store is directed: preprocess it with --symmetrize (or build it with "
-                         "symmetrize=True) to get its weakly connected components")
-    config = config or make_config(**options)
-    values, stats, trace = execute(g, CC, None, config)
-    # Each component is labelled by its smallest vertex, the one vertex that keeps its own id.
-    roots = int(np.count_nonzero(values == np.arange(len(values), dtype=values.dtype)))
-    return CCResult(_input_ids(g, values.astype(np.int64)), roots, stats, trace)
 
 
 def run_config(path: str | os.PathLike | None, **overrides) -> EngineConfig:

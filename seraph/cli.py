@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import json
+import os
 import shlex
+import signal
 import sys
-import time
+import threading
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
-from seraph import progress
+from seraph import __version__, progress
 from seraph.algorithms import ALGORITHMS
-from seraph.compiling import announce_compiling, compile_seconds
-from seraph.errors import SeraphError
+from seraph.errors import ConfigError, DeviceWarning, SeraphError
 from seraph.units import format_size, parse_size
 
 
@@ -28,13 +33,15 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="the store to write (a directory)")
     p.add_argument("--symmetrize", action="store_true", help="add the reverse of every edge")
     p.add_argument("--page-edges", type=int, default=DEFAULT_PAGE_EDGES,
-                   help="edges per page, a power of two (default 2^22)")
+                   help="edges per page, a power of two (default: 2^22)")
     p.add_argument("--memory", default=None,
-                   help="host memory budget for partitioning, e.g. 4GiB (default: RAM/4)")
+                   help="host memory budget for partitioning, e.g. 4GiB (default: a quarter "
+                        "of the RAM)")
     p.add_argument("--compress", action="store_true", help="blosc-lz4 compression (cold storage)")
     p.add_argument("--keep-duplicates", action="store_true", help="keep duplicate edges")
     p.add_argument("--keep-self-loops", action="store_true", help="keep self-loops")
-    p.add_argument("--force", action="store_true", help="replace an existing output")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing Seraph store at the output (nothing else)")
     p.add_argument("--seed", type=int, default=0, help="seed for generated graphs and weights")
 
 
@@ -44,7 +51,7 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
     path = preprocess(args.input, args.output, format=args.format, weights=args.weights,
                       symmetrize=args.symmetrize, keep_duplicates=args.keep_duplicates,
                       keep_self_loops=args.keep_self_loops, page_edges=args.page_edges,
-                      memory=args.memory, compress=args.compress, force=args.force,
+                      memory=_memory(args), compress=args.compress, force=args.force,
                       seed=args.seed, command=args.command_line)
     _print_summary(path)
     return 0
@@ -68,12 +75,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
     options = Options(symmetrize=args.symmetrize, seed=args.seed,
                       keep_duplicates=args.keep_duplicates, keep_self_loops=args.keep_self_loops,
                       page_edges=args.page_edges,
-                      memory=None if args.memory is None else parse_size(args.memory),
+                      memory=_memory(args),
                       compress=args.compress)
     path = write_store(source, args.output, options, force=args.force,
                        command=args.command_line)
     _print_summary(path)
     return 0
+
+
+def _memory(args: argparse.Namespace) -> int | None:
+    return None if args.memory is None else parse_size(args.memory, "--memory")
 
 
 def _print_summary(path) -> None:
@@ -123,86 +134,221 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- run / demo ---------------------------------------------------------------------------
 def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False):
-    """Runs one algorithm through the API; returns (result, main array)."""
-    import seraph
+    """Runs one algorithm through the API (``source`` only where it takes one); returns
+    (result, main array)."""
+    from seraph.algorithms import run
 
-    if algorithm == "bfs":
-        res = seraph.bfs(graph, source, predecessors=predecessors, config=config)
-        return res, res.levels
-    if algorithm == "sssp":
-        res = seraph.sssp(graph, source, predecessors=predecessors, config=config)
-        return res, res.distances
-    res = seraph.connected_components(graph, config=config)
-    return res, res.labels
+    options = {"predecessors": predecessors} if ALGORITHMS[algorithm].needs_source else {}
+    res = run(graph, algorithm, ALGORITHMS[algorithm].source_for(source), config=config,
+              **options)
+    return res, res.values
+
+
+def _reached(values) -> int:
+    """Vertices a source reached: neither -1 (levels) nor inf (distances)."""
+    import numpy as np
+
+    return int(np.count_nonzero(np.isfinite(values) & (values >= 0)))
 
 
 def _summary(algorithm: str, values) -> str:
-    import numpy as np
+    return ALGORITHMS[algorithm].summary(values)
 
-    if algorithm == "cc":
-        return f"{len(np.unique(values)):,} components"
-    reached = int((values >= 0).sum() if algorithm == "bfs" else np.isfinite(values).sum())
-    return f"{reached:,} reached"
+
+#: What ``--output`` writes, by file name; a many-source run writes an .npz or a folder.
+OUTPUT_SUFFIXES = (".npy", ".npz", ".parquet")
+
+
+def _check_folder(flag: str, path: Path) -> None:
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"{flag} {path}: the directory {folder} is not writable")
+
+
+def _check_output(path: Path) -> None:
+    """``--output`` of a one-source run: a known file type in a writable folder, and
+    pyarrow present for .parquet."""
+    if path.suffix not in OUTPUT_SUFFIXES:
+        raise ConfigError(f"--output {path}: use a .npy, .npz or .parquet file name")
+    _check_folder("--output", path)
+    if path.suffix == ".parquet":
+        try:
+            importlib.import_module("pyarrow.parquet")
+        except ImportError:
+            raise ConfigError("--output .parquet needs pyarrow (pip install pyarrow); "
+                              "or write .npy / .npz") from None
+
+
+def _check_many_output(path: Path) -> bool:
+    """``--output`` of a many-source run: an .npz, or a folder (an existing one, or a new
+    name without a suffix) in a writable folder; returns whether it is a folder."""
+    folder = path.is_dir() or (not path.suffix and not path.exists())
+    if not folder and path.suffix != ".npz":
+        raise ConfigError(f"--output {path}: several sources are written to an .npz file or "
+                          "a folder (one .npy per source)")
+    if not path.is_dir():
+        _check_folder("--output", path)
+    return folder
+
+
+def _check_trace(path: Path) -> None:
+    if path.suffix != ".json":
+        raise ConfigError(f"--trace {path}: the trace is JSON; use a .json file name")
+    _check_folder("--trace", path)
 
 
 def _save(path: str, graph, values, preds) -> None:
     import numpy as np
-
-    from seraph.errors import ConfigError
 
     if path.endswith(".npy"):
         np.save(path, values)
     elif path.endswith(".npz"):
         extra = {} if preds is None else {"predecessors": preds}
         np.savez(path, vertex_id=graph.vertex_ids, value=values, **extra)
-    elif path.endswith(".parquet"):
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ConfigError("--output .parquet needs pyarrow (pip install pyarrow); "
-                              "or write .npy / .npz") from None
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         cols = {"vertex_id": graph.vertex_ids, "value": values}
         if preds is not None:
             cols["predecessor"] = preds
         pq.write_table(pa.table(cols), path)
-    else:
-        raise ConfigError(f"--output {path}: use a .npy, .npz or .parquet file name")
 
 
-def _engine_options(args: argparse.Namespace) -> dict:
+class _ManyOutput:
+    """A many-source run's arrays (``source_<id>``, ``predecessors_<id>``), written as each
+    run finishes so that they need not all be held: into an .npz (built as a temporary
+    beside it and renamed into place at the end) or as .npy files in a folder. A run that
+    fails or is interrupted removes what it wrote."""
+
+    def __init__(self, path: Path, graph, names: list[str]):
+        self.path, self.folder = path, _check_many_output(path)
+        taken = [n for n in names if self.folder and (path / f"{n}.npy").exists()]
+        if taken:
+            raise ConfigError(f"--output {path}: {taken[0]}.npy is already there; choose an "
+                              "empty or new folder")
+        self.graph, self.written, self.created, self.zip = graph, [], False, None
+
+    def __enter__(self) -> _ManyOutput:
+        import zipfile
+
+        if self.folder:
+            self.created = not self.path.exists()
+            self.path.mkdir(exist_ok=True)
+        else:
+            self.tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+            self.zip = zipfile.ZipFile(self.tmp, "w", allowZip64=True)
+            self.add("vertex_id", self.graph.vertex_ids)
+        return self
+
+    def add(self, name: str, array) -> None:
+        import numpy as np
+
+        if self.zip is not None:
+            with self.zip.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(array))
+            return
+        target = self.path / f"{name}.npy"
+        self.written.append(target)
+        np.save(target, array)
+
+    def __exit__(self, kind, *_) -> None:
+        if self.zip is not None:
+            self.zip.close()
+            if kind is None:
+                os.replace(self.tmp, self.path)
+            else:
+                self.tmp.unlink(missing_ok=True)
+        elif kind is not None:
+            for target in self.written:
+                target.unlink(missing_ok=True)
+            if self.created:
+                self.path.rmdir()
+
+
+def _engine_options(args: argparse.Namespace, device_memory: int | None) -> dict:
     return {"schedule": args.schedule, "predictor": args.predictor, "diagram": args.diagram,
-            "device": args.device, "device_memory": args.gpu_memory,
+            "device": args.device, "device_memory": device_memory,
             "push_alpha": args.push_alpha, "push_on": args.push_on,
             "trace": bool(args.trace) or None}
+
+
+def _parse_sources(text: str) -> list[int]:
+    try:
+        sources = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--sources: cannot read {text!r}: give vertex ids separated by "
+                          "commas, e.g. 1,5,9") from None
+    if len(set(sources)) < len(sources):
+        raise ConfigError(f"--sources {text}: a source is listed twice")
+    return sources
+
+
+def _check_run_options(args: argparse.Namespace) -> bool:
+    """Everything about ``run``'s options that can be refused before the store is opened;
+    returns whether this is a many-source run."""
+    many = args.sources is not None or args.random_sources is not None
+    if not ALGORITHMS[args.algorithm].needs_source and (many or args.source is not None):
+        raise ConfigError(f"{args.algorithm} takes no source (it labels every vertex); drop "
+                          "--source, --sources and --random-sources")
+    if many and args.trace:
+        raise ConfigError("--trace records one run: give a single --source")
+    if args.output and not many:
+        _check_output(Path(args.output))
+    if args.output and many:
+        _check_many_output(Path(args.output))
+    if args.trace:
+        _check_trace(Path(args.trace))
+    return many
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     import seraph
     from seraph.api import load_config, run_config
+
+    many = _check_run_options(args)
+    sources = _parse_sources(args.sources) if args.sources is not None else None
+    memory = None if args.gpu_memory is None else parse_size(args.gpu_memory, "--gpu-memory")
+    config = run_config(args.config, **_engine_options(args, memory))
+    graph = seraph.open_graph(args.store)
+    if many:
+        if sources is None:
+            from seraph.sources import random_sources
+
+            sources = random_sources(graph, args.random_sources, args.seed)
+        return _run_many(args, graph, sources, config)
+    source = args.source
+    if source is None and args.config and ALGORITHMS[args.algorithm].needs_source:
+        source = load_config(args.config).get("source")
+    if source is None and ALGORITHMS[args.algorithm].needs_source:
+        source = int(graph.vertex_ids[0])
+    return _run_one(args, graph, source, config)
+
+
+def _validate(graph, algorithm: str, values, source) -> str:
     from seraph.validate import check
 
-    graph = seraph.open_graph(args.store)
-    source = args.source
-    if source is None and args.config:
-        source = load_config(args.config).get("source")
-    if source is None and args.algorithm != "cc":
-        source = int(graph.vertex_ids[0])
-    config = run_config(args.config, **_engine_options(args))
-    res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors)
+    src = source if source is None else graph.vertex_index(source)
+    return check(graph, algorithm, values, src) or "ok"
+
+
+def _run_one(args: argparse.Namespace, graph, source, config) -> int:
+    with progress.watch_rounds():
+        res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors)
     preds = getattr(res, "predecessors", None)
     if args.output:
         _save(args.output, graph, values, preds)
     if args.trace:
         res.trace.write(args.trace, res.stats)
-    verdict = None
-    if args.validate:
-        src = None if args.algorithm == "cc" else graph.vertex_index(source)
-        verdict = check(graph, args.algorithm, values, src) or "ok"
+    verdict = _validate(graph, args.algorithm, values, source) if args.validate else None
     st = res.stats
     if args.json:
-        out = {"algorithm": args.algorithm, "store": str(args.store), "source": source,
-               "summary": _summary(args.algorithm, values), "stats": st.to_dict()}
+        out = {"algorithm": args.algorithm, "store": str(args.store)}
+        if source is not None:
+            out["source"] = source
+        out |= {"summary": _summary(args.algorithm, values), "stats": st.to_dict()}
         if verdict:
             out["validation"] = verdict
         print(json.dumps(out, indent=2, default=float))
@@ -222,8 +368,68 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if verdict not in (None, "ok") else 0
 
 
+def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> int:
+    """Runs every source on the one opened graph (its device caches kept between runs);
+    prints a row per source, then the median and the slowest time."""
+    import statistics
+    import time
+
+    names = [f"{kind}_{s}" for s in sources
+             for kind in ("source", *(("predecessors",) if args.predecessors else ()))]
+    output = _ManyOutput(Path(args.output), graph, names) if args.output else None
+    for source in sources:
+        graph.vertex_index(source)  # a bad id fails before the first run, not in its own
+    runs = []
+    with output if output is not None else contextlib.nullcontext():
+        for i, source in enumerate(sources, 1):
+            with progress.watch_rounds(f"source {source} ({i}/{len(sources)}): "):
+                start = time.perf_counter()
+                res, values = run_algorithm(graph, args.algorithm, source, config,
+                                            args.predecessors)
+                elapsed = time.perf_counter() - start
+            if output:
+                output.add(f"source_{source}", values)
+                if args.predecessors:
+                    output.add(f"predecessors_{source}", res.predecessors)
+            run = {"source": source, "time": elapsed,
+                   "reached": _reached(values), "rounds": res.stats.rounds,
+                   "pages_transferred": res.stats.pages_transferred}
+            if args.validate:
+                run["validation"] = _validate(graph, args.algorithm, values, source)
+            runs.append((run, res.stats))
+    times = [run["time"] for run, _ in runs]
+    summary = {"sources": len(runs), "median_time": statistics.median(times),
+               "max_time": max(times)}
+    if args.json:
+        out = {"algorithm": args.algorithm, "store": str(args.store),
+               "runs": [run | {"stats": st.to_dict()} for run, st in runs], "summary": summary}
+        print(json.dumps(out, indent=2, default=float))
+    else:
+        _print_many(args, [run for run, _ in runs], summary)
+    failed = any(run.get("validation", "ok") != "ok" for run, _ in runs)
+    return 1 if failed else 0
+
+
+def _print_many(args: argparse.Namespace, runs: list[dict], summary: dict) -> None:
+    head = ["source", "time s", "reached", "rounds", "pages moved"]
+    rows = [[str(r["source"]), f"{r['time']:.3f}", f"{r['reached']:,}", str(r["rounds"]),
+             f"{r['pages_transferred']:,}"] for r in runs]
+    if args.validate:
+        head.append("vs scipy")
+        rows = [[*row, r["validation"]] for row, r in zip(rows, runs, strict=True)]
+    rows += [["median", f"{summary['median_time']:.3f}"], ["max", f"{summary['max_time']:.3f}"]]
+    print(f"{args.algorithm} on {args.store}: {len(runs)} sources")
+    widths = [max(len(r[i]) for r in [head, *rows] if i < len(r)) for i in range(len(head))]
+    for row in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip())
+
+
 def _without_compiling(start: float, compiled_before: float) -> str:
     """The time since ``start``, with the kernel compiling since then shown apart."""
+    import time
+
+    from seraph.compiling import compile_seconds
+
     compiled = compile_seconds() - compiled_before
     text = f"{time.perf_counter() - start - compiled:.2f} s"
     return f"{text} (+{compiled:.1f} s compiling kernels)" if compiled >= 0.05 else text
@@ -231,6 +437,7 @@ def _without_compiling(start: float, compiled_before: float) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import tempfile
+    import time
     from pathlib import Path
 
     import numpy as np
@@ -239,6 +446,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from partitioner.generators import gap_weights, rmat
     from partitioner.writer import Options, write_store
     from seraph.api import make_config, resolve_device
+    from seraph.compiling import compile_seconds
     from seraph.validate import check
 
     device = resolve_device(args.device)
@@ -253,7 +461,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"{graph.num_pages} pages, {_without_compiling(t, c)}")
         # A budget of a quarter of the pages (plus the vertex state) makes the graph page
         # through the slots, as a graph larger than GPU memory would.
-        from seraph.backends.base import Layout
+        from seraph.backends.layout import Layout
 
         layout = Layout.plan(graph, weak=True, budget=None)
         budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes
@@ -268,7 +476,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         rows, failed = [], False
         for alg in ALGORITHMS:
             res, values = run_algorithm(graph, alg, source, config)
-            verdict = check(graph, alg, values, None if alg == "cc" else source)
+            verdict = check(graph, alg, values, ALGORITHMS[alg].source_for(source))
             failed |= verdict is not None
             st = res.stats
             rows.append((alg.upper(), f"{st.wall_time:.3f}", str(st.rounds),
@@ -288,8 +496,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # -- plot ---------------------------------------------------------------------------------
 def cmd_plot(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from seraph.plot import plot
 
     output = args.output or str(Path(args.trace).with_suffix(".png"))
@@ -302,31 +508,73 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 # -- parser -------------------------------------------------------------------------------
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples' line breaks, and ends each option's help with its default.
+
+    An option whose default is None (the engine's, a config file's, or computed) says its
+    default in its own words, as does one whose default needs explaining."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        # Identity, not ==: a default of 0 is worth stating, a flag's False is not.
+        if "(default" in text or not action.option_strings or action.required or \
+                any(action.default is d for d in (None, False, argparse.SUPPRESS)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+#: The examples each subcommand's --help ends with.
+EXAMPLES = {
+    "preprocess": ["seraph preprocess soc-LiveJournal1.txt.gz -o lj.zarr --symmetrize",
+                   "seraph preprocess roads.wel -o roads.zarr --memory 8GiB",
+                   "seraph preprocess web.mtx -o web.zarr --weights random:1,255 --force"],
+    "generate": ["seraph generate rmat --scale 22 --weighted --symmetrize -o rmat22.zarr",
+                 "seraph generate grid --rows 1000 --cols 1000 --remove 0.1 -o grid.zarr"],
+    "info": ["seraph info lj.zarr", "seraph info lj.zarr --json"],
+    "run": ["seraph run bfs lj.zarr --source 0 --validate",
+            "seraph run sssp rmat22.zarr --random-sources 16 --output dists.npz",
+            "seraph run cc lj.zarr --gpu-memory 4GiB --trace t.json"],
+    "demo": ["seraph demo", "seraph demo --scale 16 --device cpu"],
+    "plot": ["seraph run bfs g.zarr --gpu-memory 1GiB --trace t.json",
+             "seraph plot t.json -o timeline.svg"],
+}
+
+
+def _subcommand(sub, name: str, help: str, parents: list) -> argparse.ArgumentParser:
+    epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+    return sub.add_parser(name, parents=parents, help=help, epilog=epilog,
+                          formatter_class=_HelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from partitioner.readers import FORMATS
-    from seraph.scheduler import PUSH_ON, SCHEDULES
+    from seraph.scheduler import PUSH_ON, SCHEDULES, EngineConfig
 
     parser = argparse.ArgumentParser(
-        prog="seraph", description="Graph analytics for graphs larger than GPU memory.")
+        prog="seraph", description="Graph analytics for graphs larger than GPU memory.",
+        formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     verbosity = argparse.ArgumentParser(add_help=False)
-    verbosity.add_argument("-q", "--quiet", action="store_true", help="no progress or notes")
-    verbosity.add_argument("-v", "--verbose", action="store_true", help="more detail")
+    verbosity.add_argument("-q", "--quiet", action="store_true",
+                           help="no progress, live status or notes")
+    verbosity.add_argument("-v", "--verbose", action="store_true",
+                           help="more detail (run: a line per round)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("preprocess", parents=[verbosity], help="turn an input into a store")
+    p = _subcommand(sub, "preprocess", "turn an input into a store", [verbosity])
     p.add_argument("input", help="edge list (.txt/.el/.wel), .mtx or .npz; .gz/.bz2/.xz ok")
-    p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
-    p.add_argument("--weights", default="auto",
-                   help="auto | none | file | random:LO,HI (default auto)")
+    p.add_argument("--format", default="auto", choices=("auto", *FORMATS),
+                   help="the input's format; auto tells it from the file name")
+    p.add_argument("--weights", default="auto", help="auto | none | file | random:LO,HI")
     _add_store_options(p)
     p.set_defaults(func=cmd_preprocess)
 
-    p = sub.add_parser("generate", parents=[verbosity], help="generate a graph into a store")
+    p = _subcommand(sub, "generate", "generate a graph into a store", [verbosity])
     p.add_argument("kind", choices=("rmat", "uniform", "grid"))
     p.add_argument("--scale", type=int, default=16, help="log2 of the vertex count")
     p.add_argument("--edge-factor", type=int, default=16, help="edges per vertex (rmat, uniform)")
-    p.add_argument("--rows", type=int, help="grid rows (default from --scale)")
-    p.add_argument("--cols", type=int, help="grid columns (default from --scale)")
+    p.add_argument("--rows", type=int, help="grid rows (default: from --scale)")
+    p.add_argument("--cols", type=int, help="grid columns (default: from --scale)")
     p.add_argument("--remove", type=float, default=0.0,
                    help="grid: fraction of lattice edges removed")
     p.add_argument("--weighted", action="store_true",
@@ -335,42 +583,66 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_options(p)
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser("info", parents=[verbosity], help="describe a store")
+    p = _subcommand(sub, "info", "describe a store", [verbosity])
     p.add_argument("store")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("run", parents=[verbosity], help="run bfs, cc or sssp on a store")
+    engine = EngineConfig()
+    p = _subcommand(sub, "run", "run bfs, cc or sssp on a store", [verbosity])
     p.add_argument("algorithm", choices=tuple(ALGORITHMS))
     p.add_argument("store")
-    p.add_argument("--source", type=int, help="source vertex (input id; default: the first)")
-    p.add_argument("--device", default=None, choices=("auto", "cuda", "cpu"))
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--source", type=int,
+                       help="source vertex, an input id (default: the config file's source, "
+                            "else the first vertex; cc takes none)")
+    which.add_argument("--sources", metavar="ID,ID,...",
+                       help="run each of these sources on the graph loaded once, and print "
+                            "a row per source and the median and max time (default: one "
+                            "source)")
+    which.add_argument("--random-sources", type=int, metavar="K",
+                       help="as --sources, with K distinct random vertices that have an "
+                            "edge (default: one source)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of --random-sources")
+    p.add_argument("--device", default=None, choices=("auto", "cuda", "cpu"),
+                   help=f"where to run (default: {engine.device}: the GPU when usable)")
     p.add_argument("--gpu-memory", "--device-memory", dest="gpu_memory", default=None,
-                   help="device memory budget, e.g. 4GiB (forces paging when smaller than "
-                        "the graph)")
-    p.add_argument("--schedule", default=None, choices=SCHEDULES)
-    p.add_argument("--predictor", default=None, choices=("auto", "strong", "weak", "none"))
-    p.add_argument("--diagram", default=None, help="weak-predictor diagram: name or TOML file")
+                   help="device memory budget, e.g. 4GiB; smaller than the graph forces "
+                        "paging (default: most of the GPU's free memory; no cap on the CPU)")
+    p.add_argument("--schedule", default=None, choices=SCHEDULES,
+                   help=f"how rounds are cut into windows (default: {engine.schedule})")
+    p.add_argument("--predictor", default=None, choices=("auto", "strong", "weak", "none"),
+                   help=f"which vertices to skip (default: {engine.predictor}: strong, or "
+                        "weak with --diagram)")
+    p.add_argument("--diagram", default=None,
+                   help="weak-predictor diagram, a name or TOML file; refused with --predictor "
+                        "strong or none (default: seraph, when the predictor is weak)")
     p.add_argument("--push-alpha", type=float, default=None,
-                   help="push engine when frontier out-edges < m/alpha (0 disables)")
+                   help="push engine when frontier out-edges < m/alpha; 0 disables (default: "
+                        "20, or 0 on a GPU that holds the whole graph)")
     p.add_argument("--push-on", default=None, choices=PUSH_ON,
-                   help="where a GPU run's push rounds run (default: device)")
-    p.add_argument("--config", default=None, help="run settings from a TOML file")
+                   help=f"where a GPU run's push rounds run (default: {engine.push_on})")
+    p.add_argument("--config", default=None,
+                   help="run settings from a TOML file; options given here win (default: none)")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")
-    p.add_argument("--output", help="write the result to .npy, .npz or .parquet")
+    p.add_argument("--output",
+                   help="write the result to .npy, .npz or .parquet; with several sources "
+                        "to an .npz or a folder (default: not written)")
     p.add_argument("--validate", action="store_true", help="check the result against scipy")
     p.add_argument("--json", action="store_true", help="print stats as JSON")
-    p.add_argument("--trace", help="write a JSON timeline of copies and sweeps")
+    p.add_argument("--trace", help="write a JSON timeline of copies and sweeps to this .json "
+                                   "file (default: none)")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("demo", parents=[verbosity], help="the quickstart: generate, run, check")
+    p = _subcommand(sub, "demo", "the quickstart: generate, run, check", [verbosity])
     p.add_argument("--scale", type=int, default=14, help="RMAT scale of the demo graph")
-    p.add_argument("--page-edges", type=int, default=1 << 14)
-    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    p.add_argument("--page-edges", type=int, default=1 << 14, help="edges per page")
+    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"),
+                   help="where to run")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("plot", parents=[verbosity],
-                       help="draw a trace (from run --trace) as a timeline picture")
+    p = _subcommand(sub, "plot", "draw a trace (from run --trace) as a timeline picture",
+                    [verbosity])
     p.add_argument("trace", help="the JSON file written by `seraph run ... --trace FILE`")
     p.add_argument("-o", "--output", default=None,
                    help="the picture to write, .png, .svg or .pdf (default: the trace's "
@@ -380,20 +652,99 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Shows the engine's device notices as one line of their own; other warnings as
+    Python would."""
+    if issubclass(category, DeviceWarning):
+        progress.note(f"note: {message}")
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that every cleanup runs."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _interruption(error: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or Terminated behind ``error``, if any. A signal handled while
+    numba-compiled code runs surfaces as a SystemError whose cause is the interrupt."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _redeliver_interrupts(hook):
+    """An unraisable-exception hook that re-sends an interrupt Python had to drop.
+
+    A signal handled while C code calls back into Python (numba compiling, through
+    llvmlite's ctypes callbacks) raises where the exception cannot propagate: Python
+    prints it and goes on. The signal is sent again a moment later, and lands in code that
+    can unwind; other unraisable exceptions go to ``hook``."""
+    def handle(unraisable) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            signum = signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT
+            # to the main thread itself, so that a blocking call there is interrupted
+            threading.Timer(0.01, signal.pthread_kill,
+                            (threading.main_thread().ident, signum)).start()
+        else:
+            hook(unraisable)
+    return handle
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.command_line = _command_line(argv)
-    progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
-    announce_compiling(progress.note)
+    # Only the main thread may set handlers; main() called from another thread keeps
+    # the default SIGTERM.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _redeliver_interrupts(
+        sys.unraisablehook)
     try:
-        return args.func(args)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        args.command_line = _command_line(argv)
+        progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
+        from seraph.compiling import announce_compiling
+
+        announce_compiling(progress.note)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except SeraphError as e:
         print(f"seraph: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("seraph: interrupted; no partial output was left behind", file=sys.stderr)
-        return 130
+    except BrokenPipeError:
+        # The reader (e.g. `head`) has what it wanted. Python would still flush stdout at
+        # exit and complain about the pipe, so it is pointed at devnull (the Python docs'
+        # recipe); 141 is the status of a process SIGPIPE ended, as a shell reports it.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except BaseException as e:
+        interrupt = _interruption(e)
+        if interrupt is None:
+            raise
+        what, code = (("terminated", 143) if isinstance(interrupt, Terminated)
+                      else ("interrupted", 130))
+        print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
+        return code
+    finally:
+        sys.unraisablehook = previous_hook
+        if in_main_thread:  # a handler set outside Python reads as None
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

@@ -22,3 +22,7 @@ class ConfigError(SeraphError, ValueError):
 
 class DeviceError(SeraphError):
     """The requested device is unusable or the memory budget is too small."""
+
+
+class DeviceWarning(RuntimeWarning):
+    """A run falls back from the GPU to the CPU backend (the CLI prints it as a note)."""

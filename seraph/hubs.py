@@ -12,7 +12,7 @@ the chunks of a vertex combine through the atomic min that already joins a verte
 across pages.
 
 The list is built once per graph on the host and costs 24 bytes a chunk (a few MB for a
-billion edges), which :meth:`seraph.backends.base.Layout.plan` counts.
+billion edges), which :meth:`seraph.backends.layout.Layout.plan` counts.
 """
 
 from __future__ import annotations

@@ -123,25 +123,34 @@ def figure(tl: Timeline) -> Figure:
     return fig
 
 
-def save(fig: Figure, output: str | os.PathLike) -> Path:
-    """Writes the figure; the format follows the file name (.png, .svg, .pdf, ...)."""
+def check_output(output: str | os.PathLike) -> Path:
+    """Refuses a picture name matplotlib cannot write (or a missing or read-only folder),
+    before any work is done."""
     _, agg_canvas = _matplotlib()
     output = Path(output)
-    canvas = agg_canvas(fig)
-    kinds = canvas.get_supported_filetypes()
+    kinds = agg_canvas.get_supported_filetypes()
     suffix = output.suffix.lstrip(".").lower()
     if suffix not in kinds:
         raise ConfigError(f"-o {output}: use a picture file name ending in "
                           + ", ".join(f".{k}" for k in sorted(kinds)))
-    if not output.parent.is_dir():
-        raise ConfigError(f"-o {output}: the directory {output.parent} does not exist")
+    folder = output.parent
+    if not folder.is_dir():
+        raise ConfigError(f"-o {output}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"-o {output}: the directory {folder} is not writable")
+    return output
+
+
+def save(fig: Figure, output: str | os.PathLike) -> Path:
+    """Writes the figure; the format follows the file name (.png, .svg, .pdf, ...)."""
+    output = check_output(output)
     fig.savefig(output, dpi=120)
     return output
 
 
 def plot(trace_path: str | os.PathLike, output: str | os.PathLike) -> tuple[Path, Timeline]:
     """Reads a trace and writes its picture; returns the path written and the lanes."""
-    _matplotlib()  # fail on a missing extra before reading a large trace
+    check_output(output)  # a missing extra or a bad name fails before a large trace is read
     tl = timeline(load_trace(trace_path))
     return save(figure(tl), output), tl
 

@@ -1,11 +1,11 @@
 """Weak predictors: per-vertex state diagrams, loaded from TOML and run inside the kernels.
 
 A weak predictor guesses from a vertex's update history whether its next update attempt
-can succeed (DESIGN section 1). Each vertex holds a small state id. In an *attempting*
-state the kernel tries the update and moves to ``on_success`` or ``on_failure``; in a
-*dormant* state it skips the vertex and moves to ``next``. Guesses may be wrong, so the
-engine re-attempts every vertex skipped since its last attempt before it reports
-convergence.
+can succeed (docs/design.md, "Weak predictor and the recheck"). Each vertex holds a small
+state id. In an *attempting* state the kernel tries the update and moves to ``on_success``
+or ``on_failure``; in a *dormant* state it skips the vertex and moves to ``next``. Guesses
+may be wrong, so the engine re-attempts every vertex skipped since its last attempt before
+it reports convergence.
 
 A diagram file looks like this (see ``configs/weak-seraph.toml``)::
 
@@ -54,6 +54,10 @@ from numba import njit
 from seraph.errors import ConfigError
 
 PREDICTORS = ("auto", "strong", "weak", "none")
+#: What a sweep is told to skip with, as the kernels receive it: nothing, what the strong
+#: rule proves final, or what the weak diagram says may wait.
+NONE, STRONG, WEAK = 0, 1, 2
+CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
 
 ATTEMPT, ON_SUCCESS, ON_FAILURE, NEXT = range(4)  #: rows of Diagram.table
 OWES = np.uint8(0x80)  #: state-byte bit: skipped since the last attempt
@@ -282,3 +286,16 @@ def weak_skip(table: np.ndarray, states: np.ndarray, v: int) -> bool:
 def weak_record(table: np.ndarray, states: np.ndarray, v: int, success: bool) -> None:
     """Move attempting vertex v on by the outcome of its attempt; it no longer owes one."""
     states[v] = table[ON_SUCCESS if success else ON_FAILURE, states[v] & STATE_MASK]
+
+
+def take_owing_pages(xp, states, initial_state, page_first, page_last):
+    """The pages holding in-edges of the vertices whose state owes an attempt, which are
+    reset to ``initial_state``; ``xp`` is numpy or cupy (the states stay where they are).
+
+    A page holds in-edges of exactly the vertices between its first and last destination
+    (one in between without in-edges only adds the page to the re-check), so a prefix count
+    of the owing vertices finds the pages without listing the vertices."""
+    owing = (states & OWES) != 0
+    states[owing] = initial_state
+    before = xp.concatenate((xp.zeros(1, xp.int64), xp.cumsum(owing, dtype=xp.int64)))
+    return xp.flatnonzero(before[page_last + 1] - before[page_first])

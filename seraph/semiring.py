@@ -1,4 +1,4 @@
-"""The (min, +) semiring's weight modes and value types (DESIGN section 2).
+"""The (min, +) semiring's weight modes and value types (docs/design.md, "Architecture").
 
 Every algorithm relaxes ``value[v] = min(value[v], value[u] + w(u, v))``; they differ only
 in where ``w`` comes from and in the value dtype.

@@ -1,4 +1,5 @@
-"""RunStats: what a run did and how long it took (DESIGN section 4), and its trace."""
+"""RunStats: what a run did and how long it took, and its trace (docs/design.md, "Rounds
+and windows (schedules)")."""
 
 from __future__ import annotations
 

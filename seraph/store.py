@@ -1,6 +1,7 @@
 """The Seraph graph store (zarr v3, format version 1): writing, opening and validating.
 
-The layout is the contract between the partitioner and the engine (DESIGN section 3)::
+The layout is the contract between the partitioner and the engine (docs/design.md, "Store
+format"; docs/store.md)::
 
     G.zarr/
       zarr.json            group attrs (see ``StoreAttrs``), complete=true once finished
@@ -21,8 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import uuid
 from collections.abc import Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -34,6 +33,7 @@ import zarr
 import zarr.codecs
 from zarr.storage import LocalStore
 
+from seraph import temporaries
 from seraph.errors import StoreError
 
 FORMAT = "seraph-graph"
@@ -81,10 +81,11 @@ def _chunk_file(root: Path, array: str, chunk: int) -> Path:
 class StoreWriter:
     """Builds a store in a temporary sibling directory and renames it into place on commit.
 
-    Until :meth:`commit` the directory is named ``NAME.tmp-XXXX`` and its attrs say
+    Until :meth:`commit` the directory is named ``NAME.tmp-<pid>-<hex>`` and its attrs say
     ``complete=false``, so a crash, Ctrl-C or full disk never leaves a store that opens as
     valid. Use as a context manager: leaving the block with an exception removes the
-    temporary directory.
+    temporary directory (see :mod:`seraph.temporaries` for what a killed run leaves).
+    ``force`` allows replacing an existing Seraph store, and nothing else.
 
     Chunk files are fsynced by a background thread as soon as they are written, so the
     disk catches up while the next pages are computed and :meth:`commit` waits only for
@@ -93,16 +94,16 @@ class StoreWriter:
 
     def __init__(self, path: str | os.PathLike, attrs: StoreAttrs, *, force: bool = False):
         self.path = Path(path)
-        if self.path.exists() and not force:
-            raise StoreError(f"{self.path} already exists (use --force / force=True to replace it)")
+        temporaries.check_output(self.path, force)
         self.attrs = attrs
-        self.tmp = self.path.with_name(f"{self.path.name}.tmp-{uuid.uuid4().hex[:8]}")
+        self.tmp = temporaries.temp_path(self.path, "tmp")
         self.tmp.mkdir(parents=True)
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-fsync")
         self._fsyncs: list[Future] = []
         try:
             self.group = zarr.open_group(LocalStore(self.tmp), mode="w")
             self.group.attrs.update(asdict(attrs))
+            temporaries.mark(self.tmp)
         except BaseException:
             self.abort()
             raise
@@ -127,14 +128,16 @@ class StoreWriter:
             arr[index * chunk: index * chunk + len(data)] = data
             return
         # The uncompressed chunk is exactly the little-endian bytes, padded to full size
-        # like zarr pads edge chunks; writing it ourselves avoids zarr's copies.
+        # like zarr pads edge chunks; writing it ourselves avoids zarr's copies. The padding
+        # is a hole (truncate, not written zeros), so a graph smaller than a page takes
+        # about its own size on disk where the file system has sparse files.
         buf = np.ascontiguousarray(data, dtype=arr.dtype.newbyteorder("<"))
         target = _chunk_file(self.tmp, name, index)
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as f:
             f.write(buf.data)
             if len(buf) < chunk:
-                f.write(bytes((chunk - len(buf)) * buf.itemsize))
+                f.truncate(chunk * buf.itemsize)
         self._fsyncs.append(self._syncer.submit(_fsync, target))
 
     # -- finishing ------------------------------------------------------------------------
@@ -144,14 +147,16 @@ class StoreWriter:
         synced = {str(done.result()) for done in self._fsyncs}
         self.attrs.complete = True
         self.group.attrs.update(asdict(self.attrs))
+        (self.tmp / temporaries.MARKER).unlink()
         _fsync_tree(self.tmp, skip=synced)
-        if self.path.exists():
+        if self.path.exists() or self.path.is_symlink():
             if not replace:
                 raise StoreError(f"{self.path} appeared while it was being written")
-            trash = self.path.with_name(f"{self.path.name}.old-{uuid.uuid4().hex[:8]}")
+            temporaries.check_output(self.path, force=True)  # it may have changed meanwhile
+            trash = temporaries.temp_path(self.path, "old")
             os.rename(self.path, trash)
             os.rename(self.tmp, self.path)
-            _remove(trash)
+            temporaries.remove_tree(trash)
         else:
             os.rename(self.tmp, self.path)
         _fsync(self.path.parent)
@@ -159,8 +164,9 @@ class StoreWriter:
         return self.path
 
     def abort(self) -> None:
-        self._syncer.shutdown(cancel_futures=True)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        with temporaries.signals_deferred():  # waiting for the syncer, too
+            self._syncer.shutdown(cancel_futures=True)
+            temporaries.remove_tree(self.tmp)
 
     def __enter__(self) -> StoreWriter:
         return self
@@ -168,13 +174,6 @@ class StoreWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             self.abort()
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _fsync(path: str | os.PathLike) -> str | os.PathLike:
@@ -290,15 +289,41 @@ class Store:
         return count
 
     def disk_bytes(self) -> dict[str, int]:
-        """Bytes on disk per array."""
+        """Bytes on disk per array: those of its chunk files, not counting the hole that
+        pads a short last page (see StoreWriter.write_chunk)."""
         sizes: dict[str, int] = {}
         for dirpath, _dirs, files in os.walk(self.path):
             rel = Path(dirpath).relative_to(self.path).parts
             if "c" in rel:
                 key = "/".join(rel[: rel.index("c")])
                 sizes[key] = sizes.get(key, 0) + sum(
-                    os.path.getsize(os.path.join(dirpath, f)) for f in files)
+                    _occupied(os.path.join(dirpath, f)) for f in files)
         return dict(sorted(sizes.items()))
+
+
+def _occupied(path: str) -> int:
+    """A file's size less its holes (to within one block; the size where holes are
+    unknown)."""
+    stat = os.stat(path)
+    blocks = getattr(stat, "st_blocks", None)
+    return stat.st_size if blocks is None else min(stat.st_size, blocks * 512)
+
+
+def _check_version(path: Path, version: object) -> None:
+    """Accepts an integer format version this reader knows; names anything else as it is."""
+    if version is None:
+        raise StoreError(f"{path}: the store's format version is missing; the store is "
+                         "corrupt, preprocess the input again")
+    if type(version) is not int:  # bool is an int subclass but no version
+        raise StoreError(f"{path}: the store's format version is {version!r} "
+                         f"({type(version).__name__}), not an integer; the store is corrupt, "
+                         "preprocess the input again")
+    if version > VERSION:
+        raise StoreError(f"{path}: store format version {version} is newer than this Seraph "
+                         f"supports (version {VERSION}); upgrade Seraph")
+    if version < 1:
+        raise StoreError(f"{path}: store format version {version} is not a valid version; "
+                         "the store is corrupt, preprocess the input again")
 
 
 def _read_attrs(path: Path) -> StoreAttrs:
@@ -314,10 +339,7 @@ def _read_attrs(path: Path) -> StoreAttrs:
         raise StoreError(f"{path}: unreadable zarr.json ({e})") from None
     if raw.get("format") != FORMAT:
         raise StoreError(f"{path}: not a Seraph graph store (format={raw.get('format')!r})")
-    version = raw.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise StoreError(f"{path}: store format version {version} is newer than this Seraph "
-                         f"supports (version {VERSION}); upgrade Seraph")
+    _check_version(path, raw.get("version"))
     if not raw.get("complete"):
         raise StoreError(f"{path}: the store is incomplete (preprocessing did not finish); "
                          "run `seraph preprocess` again")

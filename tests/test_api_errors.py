@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import seraph
+from partitioner.preprocess import preprocess
 from seraph.api import cuda_status
 from seraph.errors import ConfigError, DeviceError, InputError
 
@@ -52,9 +53,19 @@ def test_sssp_on_an_unweighted_graph_suggests_bfs_or_weights(directed, device):
     assert "bfs" in str(err.value) and "--weights" in str(err.value)
 
 
-def test_cc_on_a_directed_graph_suggests_symmetrize(directed, device):
-    with pytest.raises(InputError, match="--symmetrize"):
+def test_cc_on_a_directed_in_memory_graph_says_how_to_build_it(directed, device):
+    with pytest.raises(InputError, match="in-memory graph is directed: build it with "
+                                         "symmetrize=True") as err:
         seraph.connected_components(directed, device=device)
+    assert "--symmetrize" not in str(err.value) and "store" not in str(err.value)
+
+
+def test_cc_on_a_directed_store_says_how_to_preprocess_it(tmp_path, device):
+    src = np.arange(6)
+    path = preprocess((src, (src + 1) % 6), tmp_path / "d.zarr", page_edges=PAGE_EDGES)
+    with pytest.raises(InputError, match=r"store .*d\.zarr is directed: preprocess it with "
+                                         "--symmetrize"):
+        seraph.connected_components(str(path), device=device)
 
 
 def test_a_graph_that_is_not_a_graph_is_refused(device):
@@ -81,7 +92,7 @@ def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak
 
 def test_a_budget_can_be_written_with_units(directed, device):
     assert seraph.bfs(directed, 0, device=device, device_memory="1MiB").stats.resident
-    with pytest.raises(ConfigError, match="cannot read size"):
+    with pytest.raises(ConfigError, match="device_memory: cannot read 'lots'"):
         seraph.bfs(directed, 0, device=device, device_memory="lots")
 
 
@@ -89,7 +100,9 @@ def test_a_budget_can_be_written_with_units(directed, device):
     ("schedule", "fastest", "unknown schedule 'fastest'; expected one of pipelined"),
     ("predictor", "psychic", "unknown predictor 'psychic'"),
     ("device", "tpu", "unknown device 'tpu'; expected auto, cuda or cpu"),
-    ("push_alpha", -1.0, "push_alpha must be >= 0"),
+    ("push_alpha", -1.0, "push_alpha must be a finite number >= 0"),
+    ("push_alpha", float("nan"), "push_alpha must be a finite number >= 0, got nan"),
+    ("push_alpha", float("inf"), "push_alpha must be a finite number >= 0, got inf"),
     ("push_on", "gpu", "unknown push_on"),
     ("max_reentries", 0, "at least 1"),
     ("warp_speed", 9, "unknown engine option"),
@@ -134,8 +147,14 @@ def test_a_bad_diagram_is_a_config_error_whatever_the_predictor(directed, tmp_pa
         seraph.bfs(directed, 0, device=device, predictor=predictor, diagram=broken)
 
 
-def test_a_diagram_selects_the_weak_predictor_unless_one_is_named(directed, device):
+def test_a_diagram_selects_the_weak_predictor(directed, device):
     stats = seraph.bfs(directed, 0, device=device, diagram="seraph").stats
     assert stats.predictor == "weak"
-    stats = seraph.bfs(directed, 0, device=device, diagram="seraph", predictor="none").stats
-    assert stats.predictor == "none"
+    stats = seraph.bfs(directed, 0, device=device, diagram="seraph", predictor="weak").stats
+    assert stats.predictor == "weak"
+
+
+@pytest.mark.parametrize("predictor", ["strong", "none"])
+def test_a_diagram_with_a_predictor_that_ignores_it_is_refused(directed, device, predictor):
+    with pytest.raises(ConfigError, match="a diagram describes the weak predictor"):
+        seraph.bfs(directed, 0, device=device, diagram="seraph", predictor=predictor)

@@ -1,4 +1,4 @@
-"""Bottom-up host rounds (seraph/bottom_up.py) against their definitions."""
+"""Bottom-up host rounds (seraph/backends/cpu/bottom_up.py) against their definitions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seraph.bottom_up import pull_round, unsettled
+from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.semiring import STORED, UNIT, ZERO, infinity, value_dtype
 
 

@@ -14,7 +14,7 @@ from numba import njit
 from numba.core import event
 
 import seraph
-from seraph import api, compiling, scheduler
+from seraph import api, compiling, rounds
 
 
 def _fresh_kernel():
@@ -49,7 +49,7 @@ def test_watch_is_silent_below_the_threshold(monkeypatch: pytest.MonkeyPatch) ->
 def test_run_times_leave_compiling_out(monkeypatch: pytest.MonkeyPatch) -> None:
     # Pretend every second of the run was spent compiling: the run's own time is then ~0.
     t0 = time.perf_counter()
-    for module in (api, scheduler):
+    for module in (api, rounds):
         monkeypatch.setattr(module, "compile_seconds", lambda: time.perf_counter() - t0)
     rng = np.random.default_rng(0)
     src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)

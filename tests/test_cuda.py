@@ -12,7 +12,7 @@ import pytest
 import seraph
 from seraph import hubs
 from seraph.api import cuda_status
-from seraph.backends.base import Layout
+from seraph.backends.layout import Layout
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not cuda_status()[0], reason="no usable GPU: "
@@ -71,7 +71,7 @@ def test_push_rounds_on_the_device(symmetric, predictor):
     graph's CSC or a directed graph's own CSR: every answer is the CPU's, pushing on the
     device or on the host. (test_cuda_matches_cpu pushes on the device, the default.)"""
     from partitioner.generators import gap_weights, rmat
-    from seraph.backends.base import frontier_capacity
+    from seraph.backends.layout import frontier_capacity
 
     chunk = next(iter(rmat(18, 4, seed=5, weights=gap_weights()).chunks()))
     graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1 << 18,
@@ -107,7 +107,7 @@ def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
     the device's push lists; the answers are the CPU's either way. The hub's component
     (a star on 150) has a leaf as its smallest id, after 40 two-vertex components and
     isolated vertices."""
-    from seraph.backends import cuda
+    from seraph.backends.cuda import backend as cuda
 
     if capacity:
         monkeypatch.setattr(cuda, "frontier_capacity", lambda n: capacity)
@@ -141,7 +141,7 @@ def test_persistent_kernel_resweeps_windows_on_the_device(schedule):
     one launch, giving the CPU's answer. Under reentry every window is swept until it stops
     changing (reentries counted, trace events with several passes); under pipelined only
     while a copy is in flight, which on this tiny graph may never last a pass."""
-    from seraph.backends.cuda import _co_resident_blocks, _kernels
+    from seraph.backends.cuda.backend import _co_resident_blocks, _kernels
 
     n = 4000
     src = np.arange(n - 1)
@@ -195,7 +195,7 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges,
     the CPU's. With hub_edges 100, the hubs' in-edges go to chunks of
     24 (seraph/hubs.py), a warp each."""
     from partitioner.generators import gap_weights, rmat
-    from seraph.backends.cuda import CudaBackend
+    from seraph.backends.cuda.backend import CudaBackend
 
     chunk = next(iter(rmat(11, 16, seed=3, weights=gap_weights()).chunks()))
     graph = seraph.Graph.from_edges(chunk.src, chunk.dst, chunk.weight, 1 << 11,
@@ -223,7 +223,7 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     chunk, across several, hubs cut into chunks) and arrays starting anywhere give the
     CPU's answers, in rounds that pull every open vertex (the edge limit lifted)."""
     from partitioner.generators import gap_weights, rmat
-    from seraph import scheduler
+    from seraph.backends.cuda import backend as cuda_backend
 
     chunk = next(iter(rmat(10, 16, seed=offset, weights=gap_weights()).chunks()))
     # Vertices past R-MAT's 1,024 have no edges: whole tiles of empty rows.
@@ -238,7 +238,7 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     assert degrees.max() > 150 and (degrees == 0).any() and (degrees == 1).any()
     monkeypatch.setattr(hubs, "HUB_EDGES", 150)
     monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
-    monkeypatch.setattr(scheduler, "GPU_BOTTOM_UP_SHARE", 1.0)
+    monkeypatch.setattr(cuda_backend, "BOTTOM_UP_SHARE", 1.0)
     hub = int(np.argmax(graph.out_degrees()))
     for budget in budgets(graph, False):
         opts = dict(device_memory=budget, predictor="strong", push_alpha=20.0)

@@ -24,11 +24,13 @@ from scipy.sparse import csgraph
 from test_predictors import SLEEPY_TOML
 
 import seraph
-from seraph import scheduler
-from seraph.backends.base import Layout
-from seraph.backends.cpu_kernels import SERIAL_EDGES, page_source_blocks, pages_active
+from seraph import schedules
+from seraph.algorithms import cc
+from seraph.backends import backend_class
+from seraph.backends.activity import page_source_blocks, pages_active
+from seraph.backends.cpu.pull import SERIAL_EDGES
+from seraph.backends.layout import Layout
 from seraph.graph import Graph
-from seraph.scheduler import Run
 
 SCHEDULES = ("pipelined", "reentry", "single")
 #: "sleepy" is a valid but bad weak diagram: a vertex sleeps 20 sweeps after any failure.
@@ -285,7 +287,7 @@ def test_answers_do_not_depend_on_the_bottom_up_limit(data, cfg, algorithm, shar
     case = data.draw(inputs(weighted=algorithm == "sssp",
                             symmetric=True if algorithm == "cc" else None))
     limit = lambda backend, push_limit, num_edges: share * num_edges  # noqa: E731
-    with mock.patch.object(scheduler, "bottom_up_edge_limit", limit):
+    with mock.patch.object(backend_class(device), "bottom_up_edge_limit", limit):
         check_run(algorithm, *case, cfg, sleepy, device)
 
 
@@ -301,7 +303,7 @@ def test_answers_do_not_depend_on_the_last_window_passes(data, cfg, algorithm, p
     once, so that its windows are otherwise swept once."""
     case = data.draw(inputs(weighted=algorithm == "sssp",
                             symmetric=True if algorithm == "cc" else None))
-    with mock.patch.object(scheduler, "LAST_WINDOW_SWEEPS", passes):
+    with mock.patch.object(schedules, "LAST_WINDOW_SWEEPS", passes):
         check_run(algorithm, *case, cfg, sleepy, device)
 
 
@@ -461,8 +463,8 @@ def _core_with_a_tail(weight_of_core: float | None) -> Edges:
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, device):
     """When few vertices are left above the strong threshold, the host pulls them instead
-    of a dense round (seraph/bottom_up.py). The weak predictor voids the threshold, so it
-    never does."""
+    of a dense round (seraph/backends/cpu/bottom_up.py). The weak predictor voids the
+    threshold, so it never does."""
     # SSSP's threshold settles the core at once only when its weights are zero.
     edges = _core_with_a_tail(0.0 if algorithm == "sssp" else None)
     if algorithm == "cc":
@@ -481,7 +483,8 @@ def test_a_dense_round_takes_what_a_bottom_up_round_changed(monkeypatch, device)
     out-edges are too many to push, so the dense round after it must take them to vertex
     13 (level 4), which comes before 19 in the bottom-up round's order. (On a GPU, under
     the bottom-up share it was found with: a larger one pulls every round.)"""
-    monkeypatch.setattr(scheduler, "GPU_BOTTOM_UP_SHARE", 0.5)
+    if device == "cuda":
+        monkeypatch.setattr("seraph.backends.cuda.backend.BOTTOM_UP_SHARE", 0.5)
     arcs = [(20, 15), (16, 5), (12, 15), (7, 18), (8, 10), (17, 14), (1, 0), (18, 20), (4, 4),
             (9, 8), (20, 4), (20, 19), (20, 18), (13, 3), (0, 9), (10, 0), (1, 16), (3, 18),
             (14, 19), (19, 13), (4, 8), (15, 20), (13, 19), (13, 20), (4, 14), (19, 11),
@@ -502,7 +505,7 @@ def test_pipelined_steps_that_take_several_landed_pages(monkeypatch, sleepy):
     """A copy engine faster than the host: every copy in flight has landed when a step
     ends, so each step takes a batch of up to four pages into the window (on the CPU
     backend copies rarely land together on their own)."""
-    from seraph.backends.cpu import CpuBackend
+    from seraph.backends.cpu.backend import CpuBackend
 
     def landed(self, slot: int) -> bool:
         copy = self._copies.get(slot)
@@ -700,12 +703,12 @@ def test_activity_summary_matches_its_definition(seed, num_blocks, page_edges):
 @pytest.mark.parametrize("predictor", ["strong", "weak", "none"])
 def test_paged_cc_labels_the_hubs_component_first(monkeypatch, device, alpha, predictor):
     """Paged CC reaches the highest out-degree vertex's component first, then labels the
-    rest (Run.components_from_hub); resident and single-schedule CC do not. The hub's
-    component (a star on 50 with a tail) has larger ids than a long chain, a self-loop, a
-    duplicated edge and isolated vertices, and its smallest id is a leaf."""
+    rest (seraph.algorithms.cc.components_from_hub); resident and single-schedule CC do
+    not. The hub's component (a star on 50 with a tail) has larger ids than a long chain, a
+    self-loop, a duplicated edge and isolated vertices, and its smallest id is a leaf."""
     calls = []
-    original = Run.components_from_hub
-    monkeypatch.setattr(Run, "components_from_hub",
+    original = cc.components_from_hub
+    monkeypatch.setattr(cc, "components_from_hub",
                         lambda run, hub: (calls.append(hub), original(run, hub))[1])
     star = [(50, v) for v in (*range(40, 50), *range(51, 60))] + [(59, 70), (70, 71)]
     chain = [(v, v + 1) for v in range(12)]

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import seraph
-from seraph.backends.base import Layout
+from seraph.backends.layout import Layout
 from seraph.hubs import hub_chunks
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from numba import njit, prange
 from scipy.sparse import csgraph
 
-from seraph.atomics import atomic_load, atomic_min, atomic_xchg
-from seraph.push import Scratch, _ids_between, push_round, push_until
+from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
+from seraph.backends.cpu.push import Scratch, _ids_between, push_round, push_until
 from seraph.semiring import INT_INF, STORED, UNIT, ZERO, infinity, value_dtype
 
 # --- atomics under contention ---------------------------------------------------------------

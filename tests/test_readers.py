@@ -542,3 +542,25 @@ def test_bad_scipy():
         edges_from_scipy(np.ones((2, 2)))
     with raises("weight[0] = -1.0 is negative"):
         edges_from_scipy(sp.csr_array(-np.eye(2)))
+
+
+# --------------------------------------------------------------------------- progress
+
+@pytest.mark.parametrize("suffix", ["", ".gz", ".bz2", ".xz"])
+@pytest.mark.parametrize("name, text", [
+    ("g.el", "".join(f"{i} {i + 1}\n" for i in range(200))),
+    ("g.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n201 201 200\n"
+              + "".join(f"{i + 2} {i + 1}\n" for i in range(200))),
+])
+def test_chunks_count_the_file_bytes_they_read(tmp_path, tiny_blocks, suffix, name, text):
+    """The reading bar's total is the file's size, and the chunks' counts add up to it,
+    in compressed bytes for a compressed file."""
+    data = text.encode()
+    compress = {"": bytes, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+    path = tmp_path / f"{name}{suffix}"
+    path.write_bytes(compress[suffix](data))
+    source = open_edge_file(path)
+    assert source.input_size == path.stat().st_size
+    counts = [chunk.input_bytes for chunk in source.chunks()]
+    assert sum(counts) == path.stat().st_size
+    assert len(counts) > 1 and all(c >= 0 for c in counts)

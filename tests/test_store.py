@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +23,7 @@ import zarr
 from partitioner.edges import EdgeChunk, EdgeSource
 from partitioner.readers import edges_from_arrays
 from partitioner.writer import Options, write_store
+from seraph import progress, temporaries
 from seraph import store as store_module
 from seraph.errors import StoreError
 from seraph.graph import Graph
@@ -91,6 +97,14 @@ def test_disk_full_while_spilling_parsed_edges(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_disk_full_before_the_first_edge_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(Path, "write_text", fail_on_call(Path.write_text, 1,
+                                                         OSError(errno.ENOSPC, "full")))
+    with pytest.raises(StoreError, match="disk full"):
+        make_store(tmp_path / "g.zarr")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_interrupt_mid_write_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(StoreWriter, "write_chunk",
                         fail_on_call(StoreWriter.write_chunk, 2, KeyboardInterrupt()))
@@ -98,6 +112,14 @@ def test_interrupt_mid_write_leaves_nothing(tmp_path, monkeypatch):
         make_store(tmp_path / "g.zarr")
     assert not (tmp_path / "g.zarr").exists()
     assert leftovers(tmp_path) == []
+
+
+def test_failed_write_removes_the_folders_it_made(tmp_path, monkeypatch):
+    monkeypatch.setattr(StoreWriter, "write_chunk",
+                        fail_on_call(StoreWriter.write_chunk, 2, KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        make_store(tmp_path / "new" / "deeper" / "g.zarr")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_interrupt_while_reading_leaves_nothing(tmp_path):
@@ -139,11 +161,64 @@ def test_failed_forced_write_keeps_the_old_store(tmp_path, monkeypatch, good):
     assert leftovers(tmp_path) == []
 
 
-def test_force_replaces_a_plain_file(tmp_path):
+def snapshot(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (or ``path`` itself) with its contents."""
+    if path.is_file():
+        return {path.name: path.read_bytes()}
+    return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+
+def user_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "g.zarr"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("the user's notes")
+    return folder
+
+
+def user_file(tmp_path: Path) -> Path:
     target = tmp_path / "g.zarr"
     target.write_text("not a store")
-    make_store(target, force=True)
-    assert Store(target).attrs.num_edges == len(SRC)
+    return target
+
+
+def store_with_a_user_file(tmp_path: Path) -> Path:
+    store = make_store(tmp_path / "g.zarr")
+    (store / "csc" / "notes.txt").write_text("mine")
+    return store
+
+
+def folder_with_a_foreign_zarr_group(tmp_path: Path) -> Path:
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w")
+    group.create_array("data", shape=(4,), dtype="int32")[:] = 7
+    return tmp_path / "g.zarr"
+
+
+@pytest.mark.parametrize("make, reason", [
+    (user_file, "is a file"),
+    (user_folder, "is a folder that is not a Seraph store"),
+    (folder_with_a_foreign_zarr_group, "is a folder that is not a Seraph store"),
+    (store_with_a_user_file, r"also holds other files \(csc/notes.txt\)")])
+def test_force_refuses_what_is_not_a_store_and_keeps_it(tmp_path, make, reason):
+    target = make(tmp_path)
+    before = snapshot(target)
+    with pytest.raises(StoreError, match=f"{reason}; --force replaces only a Seraph store"):
+        make_store(target, force=True)
+    assert snapshot(target) == before
+    assert leftovers(tmp_path) == []
+
+
+def test_force_refuses_a_symlink_and_keeps_its_target(tmp_path, good):
+    link = tmp_path / "link.zarr"
+    link.symlink_to(good)
+    with pytest.raises(StoreError, match="is a symbolic link"):
+        make_store(link, force=True)
+    assert link.is_symlink() and Store(good).attrs.num_edges == len(SRC)
+
+
+def test_force_replaces_an_incomplete_store(tmp_path, good):
+    set_attr(good, complete=False)
+    make_store(good, force=True, symmetrize=True)
+    assert Store(good).attrs.symmetric
     assert leftovers(tmp_path) == []
 
 
@@ -162,6 +237,80 @@ def test_commit_refuses_an_output_that_appeared(tmp_path, good):
         (tmp_path / "x.zarr").mkdir()
         writer.commit()
     assert leftovers(tmp_path) == []
+
+
+def dead_pid() -> int:
+    """The id of a process that has ended."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def marked_dir(path: Path, host: str, pid: int) -> Path:
+    path.mkdir()
+    (path / temporaries.MARKER).write_text(json.dumps({"host": host, "pid": pid}))
+    (path / "by-source-0.keys").write_bytes(b"spilled")
+    return path
+
+
+def test_leftovers_of_a_killed_run_are_removed_and_nothing_else(tmp_path, monkeypatch,
+                                                                capsys):
+    monkeypatch.setattr(progress, "_verbosity", 1)
+    here, dead = socket.gethostname(), dead_pid()
+    spill = marked_dir(tmp_path / f".g.zarr.spill-{dead}-0123abcd", here, dead)
+    # a store renamed aside by a commit, and one built to the end: neither has a marker
+    old = make_store(tmp_path / "old.zarr").rename(tmp_path / f"g.zarr.old-{dead}-89abcdef")
+    built = make_store(tmp_path / "tmp.zarr").rename(tmp_path / f"g.zarr.tmp-{dead}-01234567")
+    empty = tmp_path / f"g.zarr.tmp-{dead}-fedcba98"
+    empty.mkdir()
+    kept = [marked_dir(tmp_path / f"g.zarr.tmp-{os.getpid()}-11111111", here, os.getpid()),
+            marked_dir(tmp_path / f"g.zarr.tmp-{dead}-22222222", "another-host", dead),
+            marked_dir(tmp_path / f"h.zarr.tmp-{dead}-33333333", here, dead),
+            user_folder(tmp_path).rename(tmp_path / f"g.zarr.tmp-{dead}-44444444")]
+    make_store(tmp_path / "g.zarr")
+    assert Store(tmp_path / "g.zarr").attrs.num_edges == len(SRC)
+    assert not any(p.exists() for p in (spill, old, built, empty))
+    assert all(p.exists() for p in kept)
+    assert (kept[-1] / "keep.txt").read_text() == "the user's notes"
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("removed what an interrupted earlier run left: ") and "\n" not in err
+    assert spill.name in err and built.name in err
+
+
+def test_a_second_interrupt_waits_for_the_cleanup(tmp_path):
+    spill = temporaries.make_temp_dir(tmp_path / "g.zarr", "spill")
+    with pytest.raises(KeyboardInterrupt), temporaries.signals_deferred():
+        signal.raise_signal(signal.SIGINT)  # would interrupt the next line, if not held
+        temporaries.remove_tree(spill)
+    assert list(tmp_path.iterdir()) == []
+
+
+def sparse_files_here(directory: Path) -> bool:
+    probe = directory / "probe"
+    with open(probe, "wb") as f:
+        f.truncate(1 << 20)
+    sparse = probe.stat().st_blocks * 512 < (1 << 20)
+    probe.unlink()
+    return sparse
+
+
+def test_a_graph_smaller_than_a_page_takes_about_its_own_size(tmp_path):
+    if not sparse_files_here(tmp_path):
+        pytest.skip("this file system has no sparse files")
+    rng = np.random.default_rng(0)
+    m, n = 312_000, 100_000
+    source = edges_from_arrays(rng.integers(0, n, m), rng.integers(0, n, m),
+                               rng.random(m, dtype=np.float32), num_vertices=n)
+    path = write_store(source, tmp_path / "s.zarr")  # pages of 2^22 edges: one, mostly empty
+    store = Store(path)
+    a = store.attrs
+    needed = 2 * a.num_edges * (4 + 4) + 2 * (n + 1) * 8 + 2 * a.num_pages * 8
+    on_disk = sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+    assert needed <= on_disk < 1.05 * needed + (256 << 10)
+    assert sum(store.disk_bytes().values()) <= 1.05 * needed
+    group = zarr.open_group(path, mode="r")  # zarr still reads the padded pages
+    for name in ("csc/indices", "csc/weights", "csr/indices", "csr/weights"):
+        np.testing.assert_array_equal(store.read(name), group[name][:], err_msg=name)
 
 
 # --------------------------------------------------------------------------- validation
@@ -193,6 +342,28 @@ def test_wrong_format(good):
     set_attr(good, format="something-else")
     with pytest.raises(StoreError, match="not a Seraph graph store.*something-else"):
         Store(good)
+
+
+@pytest.mark.parametrize("version, message", [
+    ("1", r"format version is '1' \(str\), not an integer"),
+    (1.0, r"format version is 1.0 \(float\), not an integer"),
+    (True, r"format version is True \(bool\), not an integer"),
+    (None, "format version is missing"),
+    (0, "format version 0 is not a valid version")])
+def test_a_version_that_is_not_a_known_integer_is_named_as_it_is(good, version, message):
+    set_attr(good, version=version)
+    with pytest.raises(StoreError, match=message) as err:
+        Store(good)
+    assert "newer" not in str(err.value)
+
+
+def test_a_missing_version_says_missing(good):
+    doc = json.loads((good / "zarr.json").read_text())
+    del doc["attributes"]["version"]
+    (good / "zarr.json").write_text(json.dumps(doc))
+    with pytest.raises(StoreError, match="format version is missing") as err:
+        Store(good)
+    assert "None" not in str(err.value) and "newer" not in str(err.value)
 
 
 def test_newer_version_names_both_versions(good):

@@ -1,78 +1,21 @@
-"""What the scheduler needs from a backend, and the slot layout a memory budget allows."""
+"""What the scheduler needs from a backend (:class:`Backend`) and what its calls return.
+
+The shared host-side pieces live beside it: the slot layout (:mod:`seraph.backends.layout`),
+the per-graph caches (:mod:`seraph.backends.caches`) and the activity summary
+(:mod:`seraph.backends.activity`). The backends themselves are :mod:`seraph.backends.cpu`
+and :mod:`seraph.backends.cuda` (docs/design.md, "Architecture").
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from seraph import hubs
-from seraph.backends.cpu_kernels import label_from_reach
-from seraph.errors import DeviceError
-from seraph.lightest import NO_BOUND, LightestIn, lightest_in
-from seraph.predictors import OWES
-from seraph.push import Scratch, push_until
-from seraph.semiring import STORED
-from seraph.units import format_size
-
-#: The most source blocks the activity summary tracks; more blocks are more precise but
-#: cost more per activity check.
-MAX_BLOCKS = 4096
-#: A push frontier on a device holds at most 1/FRONTIER_SHARE of the vertices, so its two
-#: lists (int32) and their edge offsets (int64) cost 2 bytes a vertex, not 16; a larger
-#: frontier goes to a dense round. A graph of up to FRONTIER_MIN vertices has room for all
-#: of them (1 MiB at most), so small graphs push as far as the CPU engine does.
-FRONTIER_SHARE = 8
-FRONTIER_MIN = 1 << 16
-
-
-def graph_cached(graph, key, make: Callable[[], object]):
-    """``make()``, computed once per graph: what every run of a graph needs and would
-    otherwise rebuild (a pass over all its edges or vertices) is kept on the graph."""
-    cache = graph.__dict__.setdefault("_engine_cache", {})
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
-
-
-def graph_lightest_in(graph) -> LightestIn:
-    """The graph's :func:`seraph.lightest.lightest_in` (built once per graph)."""
-    def build() -> LightestIn:
-        indptr, _indices, weights = graph.csc()
-        return NO_BOUND if weights is None else lightest_in(indptr, weights)
-    return graph_cached(graph, "lightest in", build)
-
-
-def graph_hub_chunks(graph) -> hubs.HubChunks:
-    """The graph's :func:`seraph.hubs.hub_chunks` (built once per graph and thresholds)."""
-    return graph_cached(graph, ("hub chunks", hubs.HUB_EDGES, hubs.CHUNK_EDGES),
-                        lambda: hubs.hub_chunks(graph.csc()[0], graph.page_edges,
-                                                graph.num_pages, hubs.HUB_EDGES,
-                                                hubs.CHUNK_EDGES))
-
-
-def take_pooled(graph, key: str, make: Callable[[], object]):
-    """An object an earlier run on the graph handed back under ``key`` (:func:`hand_back`),
-    or ``make()``: what costs O(n) to build (the push scratch, a pinned values buffer) is
-    built once per graph and lent to one run at a time."""
-    pool = graph_cached(graph, ("pool", key), list)
-    return pool.pop() if pool else make()
-
-
-def hand_back(graph, key: str, item: object) -> None:
-    """Returns ``item`` to the graph's pool ``key`` for its next run."""
-    graph_cached(graph, ("pool", key), list).append(item)
-
-
-def out_degrees(graph) -> np.ndarray:
-    return graph_cached(graph, "out_degrees", graph.out_degrees)
-
-
-def frontier_capacity(num_vertices: int) -> int:
-    """The most vertices a device's push frontier holds (see FRONTIER_SHARE)."""
-    return max(num_vertices // FRONTIER_SHARE + 1, min(num_vertices, FRONTIER_MIN))
+from seraph.backends.caches import graph_lightest_in
+from seraph.backends.layout import Layout
+from seraph.lightest import NO_BOUND, LightestIn
 
 
 @dataclass
@@ -115,83 +58,6 @@ class PushOutcome:
     minimum: object  # the smallest value among the waiting vertices, when there are any
 
 
-@dataclass
-class Layout:
-    """How a graph maps onto a device memory budget."""
-
-    num_slots: int
-    resident: bool
-    state_bytes: int
-    slot_bytes: int
-    block_shift: int
-    num_blocks: int
-    weights: bool  # whether pages carry their weights to the device
-    lightest: bool = False  # whether the strong rule keeps SSSP's lightest in-edge bytes
-
-    @classmethod
-    def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None,
-             lightest: bool = False) -> Layout:
-        """Slots for ``budget`` bytes (None: everything resident). ``weights`` says whether
-        the algorithm reads edge weights (default: whenever the graph has them); BFS and CC
-        do not, so their pages move and occupy half the bytes. ``lightest``: SSSP under the
-        strong predictor, whose rule reads each vertex's lightest in-edge
-        (:mod:`seraph.lightest`, one byte a vertex, when the graph has weights)."""
-        weights = graph.weighted if weights is None else weights and graph.weighted
-        lightest = lightest and graph.weighted
-        n, pages = graph.num_vertices, graph.num_pages
-        block_shift = 0
-        while (n >> block_shift) >= MAX_BLOCKS:
-            block_shift += 1
-        num_blocks = max(1, ((n - 1) >> block_shift) + 1)
-        # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs; a
-        # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
-        # the device; a symmetric graph's are the CSC's); the push frontier's two lists
-        # and edge offsets; the hub chunk list (none on a graph without hubs); and SSSP's
-        # lightest in-edge, one byte a vertex
-        indptrs = 1 if graph.symmetric else 2
-        frontier = frontier_capacity(n)
-        state = n * (4 + 1 + (1 if weak else 0) + (1 if lightest else 0)) + \
-            8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + 8 + \
-            graph_hub_chunks(graph).nbytes
-        slot = graph.page_edges * (8 if weights else 4)
-        fields = (state, slot, block_shift, num_blocks, weights, lightest)
-        if budget is None:
-            return cls(max(pages, 1), True, *fields)
-        needed_slots = min(2, max(pages, 1))
-        minimum = state + needed_slots * slot
-        if budget < minimum:
-            raise DeviceError(
-                f"device memory budget {format_size(budget)} is too small for this graph: the "
-                f"vertex state needs {format_size(state)} plus {needed_slots} page slot(s) of "
-                f"{format_size(slot)}; the minimum is {format_size(minimum)} "
-                f"({minimum} bytes). Raise the budget or preprocess with smaller pages.")
-        slots = int((budget - state) // slot)
-        if slots >= pages:
-            return cls(max(pages, 1), True, *fields)
-        return cls(slots, False, *fields)
-
-    @classmethod
-    def for_run(cls, graph, algorithm, predictor: str, budget: int | None) -> Layout:
-        """The layout of a run of ``algorithm`` under ``predictor`` (resolved: ``none``,
-        ``strong`` or ``weak``), as :func:`seraph.api.execute` plans it."""
-        return cls.plan(graph, predictor == "weak", budget,
-                        weights=algorithm.weight_mode == STORED,
-                        lightest=predictor == "strong" and algorithm.lightest_in_rule)
-
-
-def take_owing_pages(xp, states, initial_state, page_first, page_last):
-    """The pages holding in-edges of the vertices whose state owes an attempt, which are
-    reset to ``initial_state``; ``xp`` is numpy or cupy (the states stay where they are).
-
-    A page holds in-edges of exactly the vertices between its first and last destination
-    (one in between without in-edges only adds the page to the re-check), so a prefix count
-    of the owing vertices finds the pages without listing the vertices."""
-    owing = (states & OWES) != 0
-    states[owing] = initial_state
-    before = xp.concatenate((xp.zeros(1, xp.int64), xp.cumsum(owing, dtype=xp.int64)))
-    return xp.flatnonzero(before[page_last + 1] - before[page_first])
-
-
 class Backend(ABC):
     """Page slots and vertex state on a device, driven by the scheduler.
 
@@ -199,15 +65,41 @@ class Backend(ABC):
     returns its (start, end) times for the trace.
     """
 
-    name = "abstract"
+    name = "abstract"  #: what the run's stats call the device
+    #: Memory accounting, read when the run is over: the most device memory the run held,
+    #: and the bytes of a one-time upload of the whole graph (0: its pages moved by slot).
+    peak_memory: int = 0
+    upload_bytes: int = 0
 
     def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
                  initial_state: int = 0):
         self.graph, self.algorithm, self.layout = graph, algorithm, layout
         self.table = table  # the weak diagram's packed table, or None
         self.initial_state = np.uint8(initial_state)
-        self._scratch: Scratch | None = None
         self.lightest = graph_lightest_in(graph) if layout.lightest else NO_BOUND
+
+    # -- capabilities: what the engine asks before a run ------------------------------------
+    @classmethod
+    def create(cls, config, graph, algorithm, layout: Layout, table: np.ndarray | None,
+               initial_state: int = 0) -> Backend:
+        """The backend for a run under ``config`` (an :class:`~seraph.scheduler.EngineConfig`;
+        a backend takes the options that concern it)."""
+        return cls(graph, algorithm, layout, table, initial_state)
+
+    @classmethod
+    def default_budget(cls, graph) -> int | None:
+        """The memory budget when the run names none (None: no limit, everything resident)."""
+        return None
+
+    @abstractmethod
+    def default_push_alpha(self) -> float:
+        """The push threshold when the run names none: rounds push while the changed
+        vertices' out-edges are fewer than m / alpha (0: never push)."""
+
+    @abstractmethod
+    def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
+        """The most in-edges a bottom-up round takes, given the push limit (in out-edges)
+        and the graph's edge count; bottom-up rounds run only where pushes do."""
 
     def strong_bound(self, threshold) -> LightestIn:
         """What the strong rule adds to ``threshold`` (:func:`seraph.lightest.proven`): each
@@ -288,39 +180,20 @@ class Backend(ABC):
         """The host changed ``changed`` (push rounds): sync them, dirty their blocks, and
         return their predictor states to the initial one (every success returns to 0)."""
 
+    @abstractmethod
     def push(self, frontier, edge_limit: float, epoch: int) -> PushOutcome:
         """Push rounds from ``frontier`` (every vertex whose out-edges may not have been
         relaxed with its current value) until converged or until the waiting vertices have
         ``edge_limit`` out-edges or more; at least one round runs. The vertices lowered get
-        their blocks marked with ``epoch`` and their predictor states reset.
+        their blocks marked with ``epoch`` and their predictor states reset
+        (:class:`seraph.backends.cpu.host_push.HostPush` runs them on the host)."""
 
-        Here the CPU push engine (:mod:`seraph.push`) runs on :meth:`host_values` and the
-        changes go back through :meth:`apply_host_changes`; a device may push itself."""
-        graph, alg = self.graph, self.algorithm
-        indptr, indices, weights = graph.csr()
-        if self._scratch is None:
-            # Filling a new one costs O(n): 50 ms at 67 M vertices.
-            self._scratch = take_pooled(graph, "push_scratch",
-                                        lambda: Scratch(graph.num_vertices))
-        values = self.host_values()
-        res = push_until(indptr, indices, weights, values, np.asarray(frontier),
-                         alg.weight_mode, int(edge_limit), out_degrees(graph),
-                         scratch=self._scratch)
-        if len(res.changed):
-            self.apply_host_changes(res.changed, epoch)
-        # Read after apply_host_changes: host_values is the backend's own buffer.
-        minimum = values[res.frontier].min() if len(res.frontier) else alg.inf
-        return PushOutcome(res.frontier, res.rounds, res.edges_pushed, len(res.changed),
-                           minimum)
-
+    @abstractmethod
     def label_unreached(self) -> np.ndarray | None:
-        """After a reach from a hub: the labels of :func:`~seraph.backends.cpu_kernels.
-        label_from_reach`; returns the unreached vertices with out-edges, whose labels
-        must still spread (a backend may return None instead: every vertex)."""
-        values = self.host_values()
-        spreading = label_from_reach(values, out_degrees(self.graph), self.algorithm.inf)
-        self.set_values(values)
-        return spreading
+        """After a reach from a hub (:mod:`seraph.algorithms.cc`): every reached vertex takes
+        the smallest reached id, every other vertex its own id; returns the unreached
+        vertices with out-edges, whose labels must still spread (a backend may return None
+        instead: every vertex)."""
 
     @abstractmethod
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None: ...
@@ -339,10 +212,10 @@ class Backend(ABC):
 
     @abstractmethod
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
-        """A bottom-up round (:mod:`seraph.bottom_up`), when the vertices with in-edges whose
-        value is above ``threshold`` have fewer than ``edge_limit`` of them (None: it did
-        not run). Each such vertex pulls all of its in-edges; the vertices lowered are
-        flagged changed and their blocks marked with ``epoch``, as a sweep's are."""
+        """A bottom-up round (:mod:`seraph.backends.cpu.bottom_up`), when the vertices with
+        in-edges whose value is above ``threshold`` have fewer than ``edge_limit`` of them
+        (None: it did not run). Each such vertex pulls all of its in-edges; the vertices
+        lowered are flagged changed and their blocks marked with ``epoch``, as a sweep's are."""
 
     @abstractmethod
     def take_owing_pages(self) -> np.ndarray:
@@ -352,8 +225,6 @@ class Backend(ABC):
     @abstractmethod
     def state_counts(self) -> list[int]: ...
 
+    @abstractmethod
     def close(self) -> None:
         """The run is over: what the graph's later runs can reuse goes back to it."""
-        if self._scratch is not None:
-            hand_back(self.graph, "push_scratch", self._scratch)  # every push leaves it clean
-            self._scratch = None

@@ -1,5 +1,4 @@
-"""The pull window kernel for the CPU backend (numba), and the host-side helpers both
-backends use.
+"""The pull window kernel for the CPU backend (numba), and host-side helpers.
 
 One call sweeps the pages of a window in order. For every destination vertex of a page it
 pulls ``min(value[u] + w)`` over the page's in-edges of that vertex, unless a predictor
@@ -17,10 +16,8 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.lightest import proven
-from seraph.predictors import weak_record, weak_skip
+from seraph.predictors import STRONG, WEAK, weak_record, weak_skip
 from seraph.semiring import STORED, UNIT
-
-NONE, STRONG, WEAK = 0, 1, 2
 
 # Counters each sweep reports, as columns of the per-chunk counter array.
 ATTEMPTED, SUCCEEDED, SKIPPED_STRONG, SKIPPED_WEAK = range(4)
@@ -129,67 +126,8 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
 
 
 @njit(cache=True, parallel=True)
-def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
-    """The source blocks each page reads, one bit per block (row p: page p's blocks, 64
-    to a word).
-
-    This is the engine's activity summary: a page needs a sweep only if one of these
-    blocks changed since the page was last swept.
-    """
-    bits = np.zeros((num_pages, (num_blocks + 63) // 64), dtype=np.uint64)
-    for p in prange(num_pages):
-        lo = p * page_edges
-        hi = min(lo + page_edges, len(indices))
-        for i in range(lo, hi):
-            b = indices[i] >> block_shift
-            bits[p, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    return bits
-
-
-@njit(cache=True)
-def pages_active(pages, bits, block_epoch, processed):
-    """For each of ``pages``, whether a source block it reads changed at or after the epoch
-    in which it was last swept.
-
-    The scheduler asks before every window step, so the cost must not grow with blocks x
-    pages: the pages of a window were last swept in a few distinct epochs, and for each
-    such epoch one bit mask of the blocks changed since then serves every page, which
-    then needs one AND per 64 blocks."""
-    active = np.zeros(len(pages), dtype=np.bool_)
-    if len(pages) == 0:
-        return active
-    since = processed[pages]
-    epochs = np.unique(since)
-    # dirty[k]: the blocks changed at or after epochs[k]. A block goes into the mask of the
-    # newest epoch it is dirty for; the masks of older epochs then take in the newer ones.
-    dirty = np.zeros((len(epochs), bits.shape[1]), dtype=np.uint64)
-    newest = np.searchsorted(epochs, block_epoch, side="right") - 1
-    for b in range(len(block_epoch)):
-        if newest[b] >= 0:
-            dirty[newest[b], b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    for k in range(len(epochs) - 2, -1, -1):
-        dirty[k] |= dirty[k + 1]
-    for i in range(len(pages)):
-        row, mask = bits[pages[i]], dirty[np.searchsorted(epochs, since[i])]
-        for w in range(len(row)):
-            if row[w] & mask[w]:
-                active[i] = True
-                break
-    return active
-
-
-@njit(cache=True)
-def blocks_of(vertices, block_shift, num_blocks):
-    """The distinct source blocks of ``vertices``, ascending (a mask, not a sort: O(n))."""
-    hit = np.zeros(num_blocks, dtype=np.bool_)
-    for v in vertices:
-        hit[v >> block_shift] = True
-    return np.flatnonzero(hit)
-
-
-@njit(cache=True, parallel=True)
 def label_from_reach(values, out_degrees, inf):
-    """In place, after a reach from a hub (:data:`seraph.algorithms.REACH`): every reached
+    """In place, after a reach from a hub (:data:`seraph.algorithms.cc.REACH`): every reached
     vertex takes the smallest reached id, the label of its component, and every other
     vertex its own id. Returns the unreached vertices with out-edges (ascending), the
     ones whose labels must still spread."""

@@ -1,19 +1,28 @@
-"""BFS, CC and SSSP as three small specs over one (min, +) pull (DESIGN section 2).
+"""What the engine knows of an algorithm: a small spec over one (min, +) pull.
 
 An algorithm is only: the weight mode (which fixes the value dtype and infinity), how the
-values start, which strong rule proves a vertex converged, and the default predictor.
-The engine does the rest.
+values start, which strong rule proves a vertex converged, the default predictor, and, for
+one that does not simply run to convergence from its start, a :class:`Plan`. The engine
+does the rest; the algorithms themselves are :mod:`seraph.algorithms`
+(docs/design.md, "Architecture").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seraph.semiring import STORED, UNIT, ZERO, infinity, value_dtype
+from seraph.semiring import STORED, infinity, value_dtype
 
-#: Strong rules (DESIGN section 1); each proves ``value[v] <= threshold`` is final.
+if TYPE_CHECKING:
+    from seraph.backends.layout import Layout
+    from seraph.scheduler import EngineConfig, Run
+
+#: Strong rules (docs/design.md, "Strong predictors: the proofs"); each proves
+#: ``value[v] <= threshold`` is final.
 #: ROUNDS: BFS, the threshold is k + 1 after k completed rounds: after k rounds every
 #: vertex within k hops holds its exact level, so a value <= k + 1 can only be exact.
 #: MIN_CHANGED: CC and SSSP, the threshold is the smallest value any update wrote in the
@@ -25,12 +34,27 @@ MIN_CHANGED = "min_changed"
 
 
 @dataclass(frozen=True)
+class Plan:
+    """How a run goes when it is not one convergence from the algorithm's own start: the
+    spec the backend is built for, the source its values start from, and the body that
+    drives the :class:`~seraph.scheduler.Run`."""
+
+    algorithm: Algorithm
+    source: int | None
+    drive: Callable[[Run], None]
+
+
+@dataclass(frozen=True)
 class Algorithm:
     name: str
     weight_mode: int
     strong_rule: str
     default_predictor: str
     needs_source: bool
+    #: ``plan(graph, layout, config)``: a :class:`Plan` for this run, or None for one
+    #: convergence from :meth:`initial_frontier`.
+    plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \
+        field(default=None, compare=False)
 
     @property
     def dtype(self) -> np.dtype:
@@ -59,16 +83,6 @@ class Algorithm:
         None for every vertex (CC), which the engine need not list."""
         return np.array([source], dtype=np.int64) if self.needs_source else None
 
-
-BFS = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True)
-CC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False)
-#: SSSP's default is the strong rule, not the paper's weak diagram (still one option away):
-#: the weak predictor's skips void the strong proofs, so no vertex counts as settled, no
-#: bottom-up round can run, and late updates keep the threshold low (docs/engine.md).
-SSSP = Algorithm("sssp", STORED, MIN_CHANGED, "strong", needs_source=True)
-#: CC's first phase when pages move (:meth:`seraph.scheduler.Run.components_from_hub`): the
-#: hub's component, found as BFS finds its levels. CC's kernels and strong rule, but the
-#: values start at infinity with 0 at the hub, so a reached vertex holds 0, provably final.
-REACH = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=True)
-
-ALGORITHMS = {a.name: a for a in (BFS, CC, SSSP)}
+    def simple_plan(self, source: int | None) -> Plan:
+        """One convergence from the initial values and frontier."""
+        return Plan(self, source, lambda run: run.execute(self.initial_frontier(source)))

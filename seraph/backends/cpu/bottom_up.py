@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu_kernels import relax
+from seraph.backends.cpu.pull import relax
+from seraph.backends.cpu.push import GRAIN_EDGES, round_pieces
 from seraph.lightest import NO_BOUND, LightestIn, proven
-from seraph.push import GRAIN_EDGES, round_pieces
 
 #: Vertices per chunk when looking for the unsettled ones (one prange iteration each).
 _SCAN_CHUNK = 1 << 16
@@ -103,7 +103,7 @@ def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
                  weight_mode, inf):
     # Each vertex is written only by the piece that pulls it; reading a value another
-    # piece is lowering is safe (module docstring of seraph.backends.cpu_kernels).
+    # piece is lowering is safe (module docstring of seraph.backends.cpu.pull).
     for p in prange(len(bounds) - 1):
         best_written = inf
         for i in range(bounds[p], bounds[p + 1]):

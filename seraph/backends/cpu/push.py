@@ -1,8 +1,8 @@
 """CPU push engine: exact parallel (min, +) relaxation from a sparse frontier over CSR.
 
 The scheduler hands over here when the out-edges of the changed vertices are few
-(DESIGN section 4): pulling over every page would then do almost only failed attempts,
-while pushing touches just the frontier's out-edges.
+(docs/design.md, "Sparse rounds: push and bottom-up"): pulling over every page would then
+do almost only failed attempts, while pushing touches just the frontier's out-edges.
 
 Two ways to push:
 
@@ -38,7 +38,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from seraph.atomics import atomic_load, atomic_min, atomic_xchg
+from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
 from seraph.errors import ConfigError
 from seraph.semiring import STORED, UNIT, infinity, value_dtype
 
@@ -87,21 +87,6 @@ class PushResult:
     @property
     def converged(self) -> bool:
         return self.frontier.size == 0
-
-
-def edges_below(vertices: np.ndarray, outdeg: np.ndarray, limit: float) -> bool:
-    """Whether ``vertices`` have fewer than ``limit`` out-edges in all."""
-    return _edges_below(vertices, outdeg, limit)
-
-
-@njit(cache=True)
-def _edges_below(vertices, outdeg, limit):
-    edges = 0
-    for v in vertices:
-        edges += outdeg[v]
-        if edges >= limit:
-            return False
-    return True
 
 
 def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,

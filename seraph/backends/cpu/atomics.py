@@ -16,6 +16,11 @@ wrap-around) and, where relevant, a value that is cast to the array's dtype.
   a data race in LLVM's memory model). It compiles to an ordinary load on x86 and ARM.
 - :func:`atomic_xchg` -- stores ``val`` and returns the previous value; on a uint8 flag
   array ``atomic_xchg(flags, v, 1) == 0`` is a test-and-set that exactly one thread wins.
+- :func:`atomic_cas` -- compare-and-swap on an integer array: stores ``new`` only where
+  ``arr[idx] == expected``, and returns the previous value either way (the swap happened
+  exactly when it equals ``expected``).
+- :func:`atomic_store` -- writes ``arr[idx]`` atomically, the counterpart of
+  :func:`atomic_load` for a cell that other threads read meanwhile.
 
 All operations use ``monotonic`` (relaxed) ordering: each is atomic on its own cell, and
 the end of a ``prange`` loop orders everything for the code that follows.
@@ -30,6 +35,7 @@ from numba.extending import intrinsic
 
 _ORDERING = "monotonic"
 _MIN_DTYPES = (types.int32, types.int64, types.float32, types.float64)
+_INT_DTYPES = (types.int32, types.int64)
 
 
 def _is_array(arr: types.Type, dtypes: tuple[types.Type, ...] | None = None) -> bool:
@@ -90,6 +96,45 @@ def atomic_xchg(typingctx, arr, idx, val):
             and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
         return None
     return arr.dtype(arr, idx, val), _rmw_codegen("xchg")
+
+
+@intrinsic
+def atomic_cas(typingctx, arr, idx, expected, new):
+    """``old = arr[idx]; if old == expected: arr[idx] = new; return old``, atomically, on an
+    int32 or int64 array."""
+    if not (_is_array(arr, _INT_DTYPES) and isinstance(idx, types.Integer)
+            and isinstance(expected, types.Integer) and isinstance(new, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty, expty, newty = sig.args
+        dtype = aryty.dtype
+        ptr = _element_pointer(context, builder, aryty, args[0], idxty, args[1])
+        cmp = context.cast(builder, args[2], expty, dtype)
+        val = context.cast(builder, args[3], newty, dtype)
+        pair = builder.cmpxchg(ptr, cmp, val, _ORDERING, _ORDERING)
+        return builder.extract_value(pair, 0)
+
+    return arr.dtype(arr, idx, expected, new), codegen
+
+
+@intrinsic
+def atomic_store(typingctx, arr, idx, val):
+    """``arr[idx] = val``, written atomically (never torn, never a formal data race), on an
+    int32 or int64 array."""
+    if not (_is_array(arr, _INT_DTYPES) and isinstance(idx, types.Integer)
+            and isinstance(val, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, idxty, valty = sig.args
+        dtype = aryty.dtype
+        ptr = _element_pointer(context, builder, aryty, args[0], idxty, args[1])
+        builder.store_atomic(context.cast(builder, args[2], valty, dtype), ptr, _ORDERING,
+                             dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.none(arr, idx, val), codegen
 
 
 @intrinsic

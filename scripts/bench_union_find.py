@@ -1,0 +1,130 @@
+"""Union-find connected components (seraph.backends.cpu.union_find) beside
+scipy.sparse.csgraph and the engine's min-label propagation
+(``seraph.connected_components(graph, device="cpu")``).
+
+    python scripts/bench_union_find.py [--scale 20] [--side 1024] [--repeat 5]
+
+Graphs, all symmetric: a ``side x side`` grid with 10% of its edges removed and its vertex
+ids shuffled by a fixed permutation (as real road networks' are), and RMAT and uniform
+graphs of ``2^scale`` vertices and edge factor 16. Each cell is the median of ``--repeat``
+timed calls after one untimed warm-up call (numba compiled, arrays in memory), in wall time
+and in the process's CPU time (all threads), which a loaded machine inflates less. Every
+answer is checked equal to scipy's, with each component labelled by its smallest vertex id.
+The figures are printed, not written anywhere: on a shared machine they are indicative only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import benchlib
+import numpy as np
+import scipy.sparse.csgraph as csgraph
+
+REMOVE_FRACTION = 0.1
+SHUFFLE_SEED = 1
+
+
+def shuffled_grid(side: int):
+    """The grid with edges removed, its ids permuted by a fixed permutation."""
+    from partitioner import generators
+    from seraph import Graph
+
+    source = generators.grid(side, side, remove_fraction=REMOVE_FRACTION, seed=1)
+    src, dst = zip(*((c.src, c.dst) for c in source.chunks()), strict=True)
+    perm = np.random.default_rng(SHUFFLE_SEED).permutation(side * side)
+    return Graph.from_edges(perm[np.concatenate(src)], perm[np.concatenate(dst)],
+                            num_vertices=side * side, symmetrize=True)
+
+
+def generated(kind: str, scale: int):
+    from partitioner import generators
+    from partitioner.writer import Options, build_in_memory
+    from seraph import Graph
+
+    source = generators.GENERATORS[kind](scale, 16, seed=1)
+    attrs, arrays = build_in_memory(source, Options(symmetrize=True))
+    return Graph(attrs, arrays=arrays)
+
+
+class Timing(NamedTuple):
+    wall: float  # median seconds
+    cpu: float  # median CPU seconds of the process, all threads: what the load does not add
+
+
+def median_time(fn: Callable[[], np.ndarray], repeat: int) -> tuple[Timing, np.ndarray]:
+    """The median wall and CPU time of ``repeat`` calls after one untimed warm-up, and the
+    answer."""
+    result = fn()
+    wall, cpu = [], []
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        result = fn()
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return Timing(statistics.median(wall), statistics.median(cpu)), result
+
+
+def smallest_id_labels(labels: np.ndarray) -> np.ndarray:
+    """scipy's component numbers replaced by each component's smallest vertex id."""
+    smallest = np.full(labels.max() + 1, len(labels), np.int64)
+    np.minimum.at(smallest, labels, np.arange(len(labels)))
+    return smallest[labels]
+
+
+def measure(name: str, graph, repeat: int) -> list[object]:
+    import seraph
+    from seraph.backends.cpu.union_find import components
+
+    if graph.attrs.relabelled:
+        sys.exit(f"{name}: the store relabelled its ids, so labels are not comparable")
+    indptr, indices, _ = graph.csc()
+    adj = graph.to_scipy()
+    n = graph.num_vertices
+    t_scipy, (_, labels) = median_time(
+        lambda: csgraph.connected_components(adj, directed=False), repeat)
+    t_uf, uf = median_time(lambda: components(indptr, indices, n), repeat)
+    t_lp, lp = median_time(
+        lambda: seraph.connected_components(graph, device="cpu").labels, repeat)
+    expect = smallest_id_labels(labels)
+    for who, got in (("union-find", uf), ("label propagation", lp)):
+        if not np.array_equal(got, expect):
+            sys.exit(f"{name}: {who} disagrees with scipy")
+    cells = [f"{benchlib.seconds(t.wall)} ({benchlib.seconds(t.cpu)})"
+             for t in (t_scipy, t_uf, t_lp)]
+    return [name, f"{n:,}", f"{graph.num_edges:,}", *cells,
+            benchlib.ratio(t_uf.wall, t_scipy.wall), benchlib.ratio(t_uf.wall, t_lp.wall)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scale", type=int, default=20, help="RMAT and uniform: 2^scale vertices")
+    p.add_argument("--side", type=int, default=1024, help="grid: side x side vertices")
+    p.add_argument("--repeat", type=int, default=5, help="timed calls per cell (median)")
+    args = p.parse_args(argv)
+    info = benchlib.machine()
+    graphs = [(f"grid {args.side}x{args.side}, 10% removed, shuffled",
+               lambda: shuffled_grid(args.side)),
+              (f"RMAT-{args.scale} ef16", lambda: generated("rmat", args.scale)),
+              (f"uniform-{args.scale} ef16", lambda: generated("uniform", args.scale))]
+    rows = []
+    for name, build in graphs:
+        print(f"measuring {name} ...", file=sys.stderr, flush=True)
+        rows.append(measure(name, build(), args.repeat))
+    print("Seconds: median wall time (median CPU time of all threads); ratios of wall times.")
+    print(benchlib.markdown_table(
+        ["graph", "vertices", "stored edges", "scipy", "union-find", "label propagation",
+         "UF / scipy", "UF / label prop."],
+        rows, [False] + [True] * 7))
+    print()
+    print(benchlib.machine_markdown(benchlib.finish_machine(info)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

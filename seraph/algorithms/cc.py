@@ -1,0 +1,131 @@
+"""Connected components of a symmetric graph: each vertex is labelled by the smallest
+vertex id of its component.
+
+Method: min-label propagation (the label-propagation member of the Shiloach-Vishkin
+family) over the (min, +) semiring with zero weights: every vertex starts with its own id
+and each round pulls ``min(label[u])`` over its in-edges. Strong rule ``MIN_CHANGED``: the
+smallest label a round wrote is the smallest label whose component changed, so the labels
+below it form closed, settled components.
+
+When pages move, the largest component is found first, as GAP's Afforest does: a reach from
+the highest out-degree vertex (the hub) labels its component in one BFS-like pass with
+push and bottom-up rounds, and the other components' labels spread from there
+(:func:`components_from_hub`).
+
+- Y. Shiloach, U. Vishkin. An O(log n) parallel connectivity algorithm. J. Algorithms
+  1982.
+- M. Sutton, T. Ben-Nun, A. Barak. Optimizing parallel graph connectivity computation via
+  subgraph sampling (Afforest). IPDPS 2018.
+- Seraph: "Scaling Up Large-Scale Graph Processing for GPU-Accelerated Heterogeneous
+  Systems".
+
+See docs/design.md, "CC from the hub" and "Strong predictors: the proofs".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse.csgraph as csgraph
+
+from seraph.algorithms.entry import Entry
+from seraph.algorithms.verify import compare
+from seraph.api import as_graph, execute, input_ids, make_config
+from seraph.backends.caches import graph_cached, out_degrees
+from seraph.errors import InputError
+from seraph.scheduler import EngineConfig, Run
+from seraph.semiring import ZERO
+from seraph.spec import MIN_CHANGED, Algorithm, Plan
+from seraph.stats import RunStats, Trace
+
+#: CC's first phase when pages move: the hub's component, found as BFS finds its levels.
+#: CC's kernels and strong rule, but the values start at infinity with 0 at the hub, so a
+#: reached vertex holds 0, provably final.
+REACH = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=True)
+
+
+def components_from_hub(run: Run, hub: int) -> None:
+    """Connected components with the largest one found first, as GAP's Afforest does:
+    min-label propagation from every vertex moves 1.75 passes of pages on an R-MAT, most of
+    them to spread labels through the giant component, which a reach from its hub covers
+    in one BFS-like pass with push and bottom-up rounds.
+
+    The backend runs :data:`REACH` from ``hub`` (values start at infinity, 0 at the hub).
+    Then every reached vertex takes the smallest reached id, its component's label, and
+    every other vertex its own id; from there the other components' labels spread as plain
+    CC's do, starting from the unreached vertices with out-edges (on an R-MAT, small
+    components: push rounds). The answer is plain CC's: the hub's component is closed and
+    holds its smallest id, and no other label can enter or leave it."""
+    run.execute(np.array([hub], dtype=np.int64))
+    spreading = run.be.label_unreached()
+    run.values_changed_outside()
+    run.execute(spreading)
+
+
+def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
+    """CC's plan: from the hub (its highest out-degree vertex) when pages move, or None for
+    plain min-label propagation: when no page moves a dense round costs little and spreads
+    every label at once, and a schedule without sparse rounds (``single``, the plain
+    full-pass baseline) would reach the hub's component with dense rounds only."""
+    if layout.resident or not config.policy.uses_sparse_rounds or graph.num_vertices == 0:
+        return None
+    # Kept with the graph: the argmax alone takes 20 ms at 2**26 vertices.
+    hub = graph_cached(graph, "cc hub", lambda: int(np.argmax(out_degrees(graph))))
+    return Plan(REACH, hub, lambda run: components_from_hub(run, hub))
+
+
+SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False, plan=hub_plan)
+
+
+@dataclass
+class CCResult:
+    labels: np.ndarray  #: input id of the smallest vertex in each vertex's component
+    num_components: int
+    stats: RunStats
+    trace: Trace
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.labels
+
+
+def connected_components(graph, *, config: EngineConfig | None = None,
+                         **options) -> CCResult:
+    """Connected components of a symmetric graph by min-label propagation: each vertex is
+    labelled by the smallest vertex id of its component. When pages move, the highest
+    out-degree vertex's component is reached first (:func:`components_from_hub`)."""
+    g = as_graph(graph)
+    if not g.symmetric:
+        remedy = ("this in-memory graph is directed: build it with symmetrize=True"
+                  if g.path is None else
+                  f"the store {g.path} is directed: preprocess it with --symmetrize")
+        raise InputError(f"connected components need an undirected (symmetric) graph but "
+                         f"{remedy} to get its weakly connected components")
+    config = config or make_config(**options)
+    values, stats, trace = execute(g, SPEC, None, config)
+    # Each component is labelled by its smallest vertex, the one vertex that keeps its own id.
+    roots = int(np.count_nonzero(values == np.arange(len(values), dtype=values.dtype)))
+    return CCResult(input_ids(g, values.astype(np.int64)), roots, stats, trace)
+
+
+
+def reference(graph, source: int | None = None) -> np.ndarray:
+    """scipy's components, each labelled by its smallest vertex (a store vertex number)."""
+    _, labels = csgraph.connected_components(graph.to_scipy(), directed=False)
+    # scipy numbers components arbitrarily; Seraph labels each by its smallest vertex.
+    smallest = np.full(labels.max() + 1, len(labels), dtype=np.int64)
+    np.minimum.at(smallest, labels, np.arange(len(labels)))
+    return smallest[labels]
+
+
+def check(graph, labels: np.ndarray, source: int | None = None) -> str | None:
+    # Labels are reported as input ids.
+    return compare(graph, labels, lambda: graph.vertex_ids[reference(graph)])
+
+
+def summary(labels: np.ndarray) -> str:
+    return f"{len(np.unique(labels)):,} components"
+
+
+ENTRY = Entry(SPEC, connected_components, CCResult, reference, check, summary)

@@ -1,0 +1,42 @@
+"""What an algorithm module registers (:data:`seraph.algorithms.ALGORITHMS`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from seraph.spec import Algorithm
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An algorithm as the API, the CLI, the verifier and the scripts use it.
+
+    ``run(graph, source, **options)`` is the public function (``source`` only where
+    :attr:`needs_source`); its result has a ``values`` array. ``reference(graph, source)``
+    is scipy's answer in Seraph's conventions and ``check(graph, values, source)`` compares
+    against it (None: equal; else what differs), ``source`` being the store's vertex
+    number. ``summary(values)`` is what the CLI prints of a result.
+    """
+
+    spec: Algorithm
+    run: Callable[..., object]
+    result_type: type
+    reference: Callable[[object, int | None], np.ndarray]
+    check: Callable[[object, np.ndarray, int | None], str | None]
+    summary: Callable[[np.ndarray], str]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def needs_source(self) -> bool:
+        return self.spec.needs_source
+
+    def source_for(self, source: int | None) -> int | None:
+        """``source`` if the algorithm takes one, else None: what a caller running every
+        algorithm from one vertex passes."""
+        return source if self.needs_source else None

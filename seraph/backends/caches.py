@@ -1,0 +1,54 @@
+"""What every run of a graph needs and would otherwise rebuild, kept on the graph: its
+out-degrees, hub chunks and lightest in-edges, and pools of buffers lent to one run at a
+time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from seraph import hubs
+from seraph.lightest import NO_BOUND, LightestIn, lightest_in
+
+
+def graph_cached(graph, key, make: Callable[[], object]):
+    """``make()``, computed once per graph: what every run of a graph needs and would
+    otherwise rebuild (a pass over all its edges or vertices) is kept on the graph."""
+    cache = graph.__dict__.setdefault("_engine_cache", {})
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def graph_lightest_in(graph) -> LightestIn:
+    """The graph's :func:`seraph.lightest.lightest_in` (built once per graph)."""
+    def build() -> LightestIn:
+        indptr, _indices, weights = graph.csc()
+        return NO_BOUND if weights is None else lightest_in(indptr, weights)
+    return graph_cached(graph, "lightest in", build)
+
+
+def graph_hub_chunks(graph) -> hubs.HubChunks:
+    """The graph's :func:`seraph.hubs.hub_chunks` (built once per graph and thresholds)."""
+    return graph_cached(graph, ("hub chunks", hubs.HUB_EDGES, hubs.CHUNK_EDGES),
+                        lambda: hubs.hub_chunks(graph.csc()[0], graph.page_edges,
+                                                graph.num_pages, hubs.HUB_EDGES,
+                                                hubs.CHUNK_EDGES))
+
+
+def take_pooled(graph, key: str, make: Callable[[], object]):
+    """An object an earlier run on the graph handed back under ``key`` (:func:`hand_back`),
+    or ``make()``: what costs O(n) to build (the push scratch, a pinned values buffer) is
+    built once per graph and lent to one run at a time."""
+    pool = graph_cached(graph, ("pool", key), list)
+    return pool.pop() if pool else make()
+
+
+def hand_back(graph, key: str, item: object) -> None:
+    """Returns ``item`` to the graph's pool ``key`` for its next run."""
+    graph_cached(graph, ("pool", key), list).append(item)
+
+
+def out_degrees(graph) -> np.ndarray:
+    return graph_cached(graph, "out_degrees", graph.out_degrees)

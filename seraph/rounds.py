@@ -1,0 +1,206 @@
+"""The parts of a :class:`~seraph.scheduler.Run` that do its rounds: which pages are active
+(:class:`PageActivity`), dense rounds over the pages (:class:`DenseRounds`), and the sparse
+rounds that replace them when little changes (:class:`SparseRounds`; docs/design.md,
+"Sparse rounds: push and bottom-up").
+
+Each part keeps a reference to its run, whose epoch, threshold and statistics they share.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from seraph import progress
+from seraph.backends.activity import edges_below, page_summary, pages_active
+from seraph.backends.caches import out_degrees
+from seraph.compiling import compile_seconds
+from seraph.predictors import NONE, WEAK
+from seraph.spec import ROUNDS
+
+if TYPE_CHECKING:
+    from seraph.scheduler import Run
+
+
+class PageActivity:
+    """A page is *active* if a source block it reads changed at or after the epoch (sweep
+    number) in which the page was last swept (``processed``)."""
+
+    def __init__(self, graph, backend):
+        self.g, self.be = graph, backend
+        self.page_blocks = page_summary(graph, backend.layout)
+        self.processed = np.zeros(graph.num_pages, dtype=np.int64)
+
+    def active(self, pages: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask of ``pages`` (default: all) that need a sweep now."""
+        # Contiguous, so pages_active is compiled for one array layout only.
+        pages = np.arange(self.g.num_pages) if pages is None else \
+            np.ascontiguousarray(pages, np.int64)
+        return pages_active(pages, self.page_blocks, self.be.block_epochs(), self.processed)
+
+    def swept(self, pages: np.ndarray, last_pass_pages: int, sweeps: int, last: int) -> None:
+        """``pages`` were swept ``sweeps`` times, the last pass (epoch ``last``) reaching
+        the first ``last_pass_pages`` of them. A page has pulled every change made before
+        the pass in which it was last swept, so only changes from that pass's epoch on make
+        it active again."""
+        self.processed[pages[:last_pass_pages]] = last
+        if sweeps > 1:
+            self.processed[pages[last_pass_pages:]] = last - 1
+
+    def pulled_everything(self, epoch: int) -> None:
+        """Every vertex that could change pulled after every change before ``epoch``."""
+        self.processed[:] = epoch
+
+    def force(self, pages: np.ndarray) -> None:
+        """Makes ``pages`` active whatever changed."""
+        self.processed[pages] = -1
+
+
+class DenseRounds:
+    """Rounds over the pages: the resident graph in one window, or a paged one through the
+    schedule's windows."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._round_min, self._round_succeeded = run.alg.inf, 0
+
+    def round(self):
+        """One round under the configured schedule; returns (smallest value written, count)."""
+        run = self.run
+        run.stats.dense_rounds += 1
+        order = np.arange(run.g.num_pages)
+        if run.schedule.skips_inactive_pages:
+            # A page active now stays active until it is swept (block epochs only grow),
+            # so the schedules copy the round's pages without looking at them again.
+            active = run.activity.active()
+            run.stats.pages_skipped += int((~active).sum())
+            order = order[active]
+        if not run.forward:
+            order = order[::-1]
+        run.forward = not run.forward
+        self._round_min, self._round_succeeded = run.alg.inf, 0
+        if run.layout.resident:
+            self.sweep(np.zeros(len(order), dtype=np.int64), order)
+        else:
+            run.schedule.run_round(run, order)
+        return self._round_min, self._round_succeeded
+
+    def sweep(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int = 1,
+              incoming: int | None = None, mandatory: int | None = None) -> np.ndarray:
+        """Sweeps pages (already resident in ``slots``) up to ``max_sweeps`` times, stopping
+        early as :meth:`Backend.sweep_until` says; returns the pages it swept."""
+        if not len(pages):
+            return pages
+        run = self.run
+        run.epoch += 1
+        start, compiled = time.perf_counter(), compile_seconds()
+        predictor = NONE if run.rechecking or not run.schedule.allows_predictor else \
+            run.predictor
+        res = run.be.sweep_until(slots, pages, predictor, run.threshold, run.epoch,
+                                 max_sweeps, incoming,
+                                 len(pages) if mandatory is None else mandatory)
+        end = time.perf_counter()
+        last = run.epoch + res.sweeps - 1
+        done = res.last_pass_pages
+        run.activity.swept(pages, done, res.sweeps, last)
+        run.epoch = last
+        s = run.stats
+        s.sweeps += res.sweeps
+        s.reentries += res.sweeps - 1
+        s.kernel_time += end - start - (compile_seconds() - compiled)
+        s.updates_attempted += res.attempted
+        s.updates_succeeded += res.succeeded
+        s.skipped_strong += res.skipped_strong
+        s.skipped_weak += res.skipped_weak
+        if res.succeeded:
+            self._round_succeeded += res.succeeded
+            self._round_min = min(self._round_min, res.minimum)
+        if run.trace.enabled:
+            run.trace.add("compute", start - run.t0, end - run.t0, pages=pages.tolist(),
+                          updates=res.succeeded, sweeps=res.sweeps)
+        return pages if res.sweeps > 1 else pages[:done]
+
+    def sweep_window(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int,
+                     incoming: int | None = None, swept: np.ndarray | None = None) -> None:
+        """Sweeps the window's active pages, in the given order. With ``swept`` (a flag per
+        page: swept so far this round, updated here), the pages not swept yet go first and
+        are swept before the sweep may stop for a landed copy: the strong rules and the
+        hand-over to the push engine count on every page active at a round's start being
+        swept in the round."""
+        live = self.run.activity.active(pages)
+        slots, pages = slots[live], pages[live]
+        mandatory = None
+        if swept is not None:
+            first = np.argsort(swept[pages], kind="stable")  # keeps the given order
+            slots, pages = slots[first], pages[first]
+            mandatory = int(np.count_nonzero(~swept[pages]))
+        done = self.sweep(slots, pages, max_sweeps, incoming, mandatory)
+        if swept is not None:
+            swept[done] = True
+
+
+class SparseRounds:
+    """Push rounds from a small frontier, and bottom-up rounds over the few vertices not
+    yet proven final: when the changed vertices' out-edges number fewer than the push
+    limit, a round touches just those edges instead of every active page."""
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    def is_sparse(self, frontier: np.ndarray) -> bool:
+        run = self.run
+        return run.push_limit > 0 and edges_below(frontier, out_degrees(run.g), run.push_limit)
+
+    def push(self, frontier) -> object:
+        """Push rounds (the backend's :meth:`~Backend.push`); returns the vertices still
+        waiting, empty when converged."""
+        run = self.run
+        start, compiled = time.perf_counter(), compile_seconds()
+        run.epoch += 1
+        res = run.be.push(frontier, run.push_limit, run.epoch)
+        run.stats.sparse_rounds += res.rounds
+        run.stats.rounds += res.rounds
+        run.stats.edges_pushed += res.edges
+        run.stats.updates_succeeded += res.succeeded
+        run.stats.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
+        if run.alg.strong_rule == ROUNDS:
+            run.threshold = run.rounds_bound()
+        elif len(res.frontier):
+            # Every later update descends from a vertex still waiting to push, and weights
+            # are non-negative, so no vertex at or below their smallest value can change.
+            run.threshold = res.minimum
+        run.trace.add("push", start - run.t0, time.perf_counter() - run.t0,
+                      rounds=res.rounds, edges=res.edges)
+        progress.round_done("push", run.stats, len(res.frontier))
+        return res.frontier
+
+    def bottom_up(self) -> bool:
+        """A round that pulls the vertices not yet proven final, when their in-edges are
+        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran. The
+        weak predictor's skips void the strong proofs, so under it no vertex counts as
+        settled."""
+        run = self.run
+        if not run.push_limit or run.predictor == WEAK or run.threshold < 0:
+            return False
+        start, compiled = time.perf_counter(), compile_seconds()
+        res = run.be.bottom_up(run.threshold, run.bottom_up_limit, run.epoch + 1)
+        if res is None:
+            return False
+        run.epoch += 1
+        # Every vertex that could change pulled after every change so far: only this
+        # round's own changes can make a page active.
+        run.activity.pulled_everything(run.epoch)
+        s = run.stats
+        s.bottom_up_rounds += 1
+        s.sparse_rounds += 1
+        s.edges_pulled_bottom_up += res.edges
+        s.updates_attempted += res.attempted
+        s.updates_succeeded += res.succeeded
+        run.end_round(res.succeeded, res.minimum)
+        s.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
+        run.trace.add("bottom-up", start - run.t0, time.perf_counter() - run.t0,
+                      vertices=res.attempted, edges=res.edges)
+        progress.round_done("bottom-up", run.stats)
+        return True

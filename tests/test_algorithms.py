@@ -1,0 +1,58 @@
+"""The algorithm registry: seraph.run dispatches by name to the same functions, and each
+algorithm's verifier accepts its answer and rejects a wrong one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import seraph
+from seraph.algorithms import ALGORITHMS, get
+from seraph.errors import ConfigError, InputError
+
+
+@pytest.fixture(scope="module")
+def graph() -> seraph.Graph:
+    rng = np.random.default_rng(7)
+    m, n = 3000, 400
+    return seraph.Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m),
+                                   rng.integers(1, 9, m).astype(np.float32), num_vertices=n,
+                                   symmetrize=True, page_edges=256)
+
+
+def test_the_registry_lists_each_algorithm_once_in_order():
+    assert list(ALGORITHMS) == ["bfs", "cc", "sssp"]
+    assert all(get(name).name == name == entry.spec.name for name, entry in ALGORITHMS.items())
+    assert [e.needs_source for e in ALGORITHMS.values()] == [True, False, True]
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_run_by_name_is_the_named_function(graph, name, device):
+    entry = get(name)
+    source = entry.source_for(3)
+    got = seraph.run(graph, name, source, device=device)
+    assert isinstance(got, entry.result_type)
+    assert entry.check(graph, got.values, entry.source_for(graph.vertex_index(3))) is None
+    named = {"bfs": seraph.bfs, "cc": seraph.connected_components, "sssp": seraph.sssp}[name]
+    want = named(graph, *([source] if entry.needs_source else []), device=device)
+    np.testing.assert_array_equal(got.values, want.values)
+    assert entry.summary(got.values).endswith(("reached", "components"))
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_the_verifier_reports_a_wrong_answer(graph, name):
+    entry = get(name)
+    source = entry.source_for(graph.vertex_index(3))
+    values = entry.run(graph, *([3] if entry.needs_source else []), device="cpu").values.copy()
+    values[np.flatnonzero(np.isfinite(values) & (values >= 0))[0]] += 1  # reached: no sentinel
+    verdict = entry.check(graph, values, source)
+    assert verdict is not None and "1 of 400 vertices differ from scipy" in verdict
+
+
+def test_bad_names_and_sources_are_refused(graph):
+    with pytest.raises(ConfigError, match="unknown algorithm 'pagerank'"):
+        seraph.run(graph, "pagerank")
+    with pytest.raises(InputError, match="cc takes no source"):
+        seraph.run(graph, "cc", source=0)
+    with pytest.raises(InputError, match="a source vertex is required"):
+        seraph.run(graph, "bfs")

@@ -1,0 +1,221 @@
+"""Signals during a real ``seraph preprocess``: whatever the phase, the run ends with one
+line and the conventional exit code, and leaves nothing beside its output. A run killed
+outright leaves its temporaries, and the next run to the same output removes them.
+
+The phase is told from the files the run makes: its spill directory appears before the
+input is read, bucket files while edges are partitioned, and page files while the store
+is written (see seraph.temporaries and partitioner.writer).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seraph.cli import main
+from seraph.store import Store
+
+#: Edges of the input: enough for each phase to last a fraction of a second.
+EDGES, VERTICES = 1_500_000, 200_000
+#: A tiny budget makes the run spill, and small pages make writing take many files.
+ARGS = ["--memory", "1MiB", "--page-edges", "16384"]
+
+#: Globs (in the output's folder) whose first match marks a phase of the run to "g.zarr".
+PHASES = {
+    "reading": ".g.zarr.spill-*",
+    "partitioning": ".g.zarr.spill-*/by-source-*",
+    "writing pages": "g.zarr.tmp-*/csc/indices/c/0",
+}
+
+
+@pytest.fixture(scope="module")
+def edge_file(tmp_path_factory) -> Path:
+    """A text edge list big enough to take a few seconds."""
+    path = tmp_path_factory.mktemp("interrupts") / "input.el"
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, VERTICES, EDGES), rng.integers(0, VERTICES, EDGES)
+    path.write_text("\n".join(map("%d %d".__mod__, zip(src.tolist(), dst.tolist(),
+                                                       strict=True))) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_file(edge_file) -> Path:
+    """A tiny edge list, for runs whose length does not matter."""
+    path = edge_file.with_name("small.el")
+    path.write_text("0 1\n1 2\n2 0\n")
+    return path
+
+
+def preprocess_command(edges: Path, output: Path) -> list[str]:
+    return [sys.executable, "-m", "seraph.cli", "preprocess", str(edges), "-o", str(output),
+            *ARGS]
+
+
+def start(edge_file: Path, folder: Path, env: dict[str, str] | None = None
+          ) -> subprocess.Popen:
+    return subprocess.Popen(preprocess_command(edge_file, folder / "g.zarr"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=None if env is None else {**os.environ, **env})
+
+
+def wait_for(folder: Path, pattern: str, run: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not list(folder.glob(pattern)):
+        assert run.poll() is None, f"the run ended before {pattern} appeared: {run.stderr}"
+        assert time.monotonic() < deadline, f"{pattern} did not appear"
+        time.sleep(0.002)
+
+
+def finish(run: subprocess.Popen) -> tuple[int, str]:
+    _out, err = run.communicate(timeout=60)
+    return run.returncode, err
+
+
+def assert_one_line(err: str, word: str) -> None:
+    """The run's stderr is its one line of ending (after a note that kernels are being
+    compiled, when they are)."""
+    *before, last = err.splitlines() or [""]
+    assert last == f"seraph: {word}; no partial output was left behind", err
+    assert [line for line in before if not line.startswith("compiling")] == [], err
+
+
+SIGINT = (signal.SIGINT, 130, "interrupted")
+SIGTERM = (signal.SIGTERM, 143, "terminated")
+
+
+@pytest.mark.parametrize("phase, signum, code, word", [
+    ("compiling", *SIGINT), ("reading", *SIGINT), ("partitioning", *SIGINT),
+    ("writing pages", *SIGINT), ("reading", *SIGTERM), ("writing pages", *SIGTERM)])
+def test_a_signal_in_any_phase_ends_cleanly(edge_file, tmp_path_factory, tmp_path, phase,
+                                            signum, code, word):
+    # An empty kernel cache makes the run compile its parsers when it starts reading.
+    env = ({"NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("kernels"))}
+           if phase == "compiling" else None)
+    run = start(edge_file, tmp_path, env)
+    wait_for(tmp_path, PHASES["reading" if phase == "compiling" else phase], run)
+    if phase in ("reading", "compiling"):
+        time.sleep(0.2)  # into the parser, or numba compiling it
+    run.send_signal(signum)
+    returncode, err = finish(run)
+    assert returncode == code, err
+    assert_one_line(err, word)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_run_is_cleaned_up_by_the_next(edge_file, small_file, tmp_path):
+    run = start(edge_file, tmp_path)
+    wait_for(tmp_path, PHASES["writing pages"], run)
+    run.kill()
+    finish(run)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert [name.split("-")[0] for name in left] == [".g.zarr.spill", "g.zarr.tmp"]
+    returncode, err = finish(start(small_file, tmp_path))
+    assert returncode == 0, err
+    assert f"removed what an interrupted earlier run left: {', '.join(left)}" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["g.zarr"]
+    assert Store(tmp_path / "g.zarr").attrs.num_edges > 0
+
+
+def test_temporaries_of_a_live_run_are_left_alone(edge_file, small_file, tmp_path):
+    first = start(edge_file, tmp_path)
+    wait_for(tmp_path, PHASES["partitioning"], first)
+    first.send_signal(signal.SIGSTOP)  # alive, but holding still while the second runs
+    try:
+        second = subprocess.run(preprocess_command(small_file, tmp_path / "g.zarr"),
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 0, second.stderr
+        assert "interrupted earlier run" not in second.stderr
+        assert list(tmp_path.glob(".g.zarr.spill-*/by-source-*"))  # the first's, intact
+    finally:
+        first.send_signal(signal.SIGCONT)
+    returncode, err = finish(first)
+    # stopped before it made its store, it finds the output taken when it does
+    assert returncode == 2 and "g.zarr already exists" in err and err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["g.zarr"]
+
+
+# -- the interrupt behind numba's SystemError, and --force, in process --------------------
+def test_an_interrupt_wrapped_by_numba_exits_130(tmp_path, monkeypatch, capsys):
+    import partitioner.preprocess
+
+    def interrupted_in_compiled_code(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:  # what a dispatcher returning with a signal pending gives
+            raise SystemError("CPUDispatcher(<function parse>) returned a result with an "
+                              "exception set") from e
+
+    monkeypatch.setattr(partitioner.preprocess, "preprocess", interrupted_in_compiled_code)
+    edges = tmp_path / "e.el"
+    edges.write_text("0 1\n")
+    assert main(["preprocess", str(edges), "-o", str(tmp_path / "g.zarr")]) == 130
+    assert capsys.readouterr().err == "seraph: interrupted; no partial output was left behind\n"
+
+
+class DroppedInterrupt:
+    """Raises KeyboardInterrupt where Python can only print it and go on, as a Ctrl-C does
+    in the callbacks through which llvmlite reports compiled code to numba."""
+
+    def __del__(self):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_python_had_to_drop_still_ends_the_run(tmp_path, monkeypatch, capsys):
+    import partitioner.preprocess
+
+    def long_work(*args, **kwargs):
+        DroppedInterrupt()  # dropped at once
+        time.sleep(30)
+        raise AssertionError("the interrupt was lost")
+
+    monkeypatch.setattr(partitioner.preprocess, "preprocess", long_work)
+    edges = tmp_path / "e.el"
+    edges.write_text("0 1\n")
+    started = time.monotonic()
+    assert main(["preprocess", str(edges), "-o", str(tmp_path / "g.zarr")]) == 130
+    assert time.monotonic() - started < 5
+    assert capsys.readouterr().err == "seraph: interrupted; no partial output was left behind\n"
+
+
+def test_sigterm_handler_is_restored_after_main(tmp_path):
+    edges = tmp_path / "e.el"
+    edges.write_text("0 1\n")
+    assert main(["preprocess", str(edges), "-o", str(tmp_path / "g.zarr"), "-q"]) == 0
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_force_on_the_cli_keeps_what_is_not_a_store(tmp_path, capsys, kind):
+    edges = tmp_path / "e.el"
+    edges.write_text("0 1\n1 2\n")
+    target = tmp_path / "out"
+    if kind == "file":
+        target.write_text("precious")
+    else:
+        target.mkdir()
+        (target / "keep.txt").write_text("precious")
+    assert main(["preprocess", str(edges), "-o", str(target), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--force replaces only a Seraph store" in err
+    kept = target if kind == "file" else target / "keep.txt"
+    assert kept.read_text() == "precious"
+    assert sorted(os.listdir(tmp_path)) == ["e.el", "out"]
+
+
+def test_force_on_the_cli_replaces_a_store(tmp_path):
+    edges = tmp_path / "e.el"
+    edges.write_text("0 1\n1 2\n")
+    out = str(tmp_path / "g.zarr")
+    assert main(["preprocess", str(edges), "-o", out, "-q"]) == 0
+    edges.write_text("0 1\n1 2\n2 3\n")
+    assert main(["preprocess", str(edges), "-o", out, "--force", "-q"]) == 0
+    assert Store(out).attrs.num_edges == 3
+    assert sorted(os.listdir(tmp_path)) == ["e.el", "g.zarr"]
