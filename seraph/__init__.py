@@ -12,6 +12,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+# First: numba must know where its cache lives before any kernel module is imported.
+import seraph.numba_cache  # noqa: F401
 from seraph.version import __version__
 
 #: public name -> the module that defines it

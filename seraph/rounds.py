@@ -16,6 +16,7 @@ import numpy as np
 from seraph import progress
 from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.caches import out_degrees
+from seraph.compiling import compile_seconds
 from seraph.predictors import NONE, WEAK
 from seraph.spec import ROUNDS
 
@@ -34,7 +35,9 @@ class PageActivity:
 
     def active(self, pages: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask of ``pages`` (default: all) that need a sweep now."""
-        pages = np.arange(self.g.num_pages) if pages is None else np.asarray(pages, np.int64)
+        # Contiguous, so pages_active is compiled for one array layout only.
+        pages = np.arange(self.g.num_pages) if pages is None else \
+            np.ascontiguousarray(pages, np.int64)
         return pages_active(pages, self.page_blocks, self.be.block_epochs(), self.processed)
 
     def swept(self, pages: np.ndarray, last_pass_pages: int, sweeps: int, last: int) -> None:
@@ -92,7 +95,7 @@ class DenseRounds:
             return pages
         run = self.run
         run.epoch += 1
-        start = time.perf_counter()
+        start, compiled = time.perf_counter(), compile_seconds()
         predictor = NONE if run.rechecking or not run.schedule.allows_predictor else \
             run.predictor
         res = run.be.sweep_until(slots, pages, predictor, run.threshold, run.epoch,
@@ -106,7 +109,7 @@ class DenseRounds:
         s = run.stats
         s.sweeps += res.sweeps
         s.reentries += res.sweeps - 1
-        s.kernel_time += end - start
+        s.kernel_time += end - start - (compile_seconds() - compiled)
         s.updates_attempted += res.attempted
         s.updates_succeeded += res.succeeded
         s.skipped_strong += res.skipped_strong
@@ -154,14 +157,14 @@ class SparseRounds:
         """Push rounds (the backend's :meth:`~Backend.push`); returns the vertices still
         waiting, empty when converged."""
         run = self.run
-        start = time.perf_counter()
+        start, compiled = time.perf_counter(), compile_seconds()
         run.epoch += 1
         res = run.be.push(frontier, run.push_limit, run.epoch)
         run.stats.sparse_rounds += res.rounds
         run.stats.rounds += res.rounds
         run.stats.edges_pushed += res.edges
         run.stats.updates_succeeded += res.succeeded
-        run.stats.sparse_time += time.perf_counter() - start
+        run.stats.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
         if run.alg.strong_rule == ROUNDS:
             run.threshold = run.rounds_bound()
         elif len(res.frontier):
@@ -181,7 +184,7 @@ class SparseRounds:
         run = self.run
         if not run.push_limit or run.predictor == WEAK or run.threshold < 0:
             return False
-        start = time.perf_counter()
+        start, compiled = time.perf_counter(), compile_seconds()
         res = run.be.bottom_up(run.threshold, run.bottom_up_limit, run.epoch + 1)
         if res is None:
             return False
@@ -196,7 +199,7 @@ class SparseRounds:
         s.updates_attempted += res.attempted
         s.updates_succeeded += res.succeeded
         run.end_round(res.succeeded, res.minimum)
-        s.sparse_time += time.perf_counter() - start
+        s.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
         run.trace.add("bottom-up", start - run.t0, time.perf_counter() - run.t0,
                       vertices=res.attempted, edges=res.edges)
         progress.round_done("bottom-up", run.stats)

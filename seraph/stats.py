@@ -53,7 +53,8 @@ class RunStats:
     edges_pushed: int = 0
     edges_pulled_bottom_up: int = 0  # in-edges read by bottom-up rounds
     # totals
-    wall_time: float = 0.0
+    wall_time: float = 0.0  # without compile_time
+    compile_time: float = 0.0  # compiling kernels on a first call (once per install)
     gteps: float = 0.0
     peak_host_memory: int = 0
     peak_device_memory: int = 0

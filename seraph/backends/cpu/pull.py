@@ -102,7 +102,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
                         offsets[k], values, weight_mode, inf, predictor, threshold, light_codes,
                         light_unit, table, states, changed, block_epoch, block_shift, epoch,
-                        counters, minimum, 0)
+                        counters, minimum, np.int64(0))  # see _pull_chunks
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
                          indices, weights, offsets[k], values, weight_mode, inf, predictor,
@@ -117,10 +117,12 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
                  states, changed, block_epoch, block_shift, epoch, counters, minimum):
     """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
+        # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
+        # typing, uint64 once parallelised) would compile _pull_range twice more.
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
                     length, indptr, indices, weights, offset, values, weight_mode, inf,
                     predictor, threshold, light_codes, light_unit, table, states, changed,
-                    block_epoch, block_shift, epoch, counters, minimum, c)
+                    block_epoch, block_shift, epoch, counters, minimum, np.int64(c))
 
 
 @njit(cache=True, parallel=True)

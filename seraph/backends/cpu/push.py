@@ -329,7 +329,7 @@ def _push_round(indptr, indices, weights, stride, values, inf, frontier, in_next
     claimed, offsets, counts, pushed = _push_frontier(
         indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces)
     if _scan_is_faster(counts.sum(), len(values), max_pieces):
-        nxt = _ids_between(in_next, 1, 1)
+        nxt = _ids_between(in_next, np.int64(1), np.int64(1))  # as from Python: one compile
     else:
         nxt = np.empty(counts.sum(), dtype=np.int64)
         k = 0
@@ -607,7 +607,7 @@ def _queue_all(bins, vertices, vertex_degs, vertex_bins):
     keys = np.empty(k, dtype=np.int64)
     degs = np.empty(k, dtype=np.int64)
     flags = np.empty(k, dtype=np.uint8)
-    claims = 0
+    claims = np.int64(0)  # a literal 0 would compile _file once more
     for i in range(k):
         claims = _claim(bins.pend, vertices[i], vertex_bins[i], vertex_degs[i], False, keys,
                         degs, flags, claims)
@@ -644,7 +644,7 @@ def _push_alone(indptr, indices, weights, values, bins, frontier, edges, inv_del
     keys = np.empty(edges, dtype=np.int64)  # at most one claim per successful update
     degs = np.empty(edges, dtype=np.int64)
     flags = np.empty(edges, dtype=np.uint8)
-    claims = 0
+    claims = np.int64(0)  # a literal 0 would compile _file once more
     for u in frontier:
         val = values[u]
         for e in range(indptr[u], indptr[u + 1]):

@@ -1,0 +1,84 @@
+"""How long numba spends compiling kernels, so runs can leave it out of their times and the
+CLI can say why a first run is slow.
+
+numba compiles a kernel on its first call with new argument types (once per install: the
+result is cached on disk, see :mod:`seraph.numba_cache`). It announces every compile as a
+``numba:compile`` event; one listener, registered on first use, adds up the time of the
+outermost ones (a compile triggers nested compiles of the kernels it calls). numba compiles
+under one global lock, so the outermost events never overlap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from numba.core import event
+
+#: Compiling for longer than this (in total) gets the one-time note.
+NOTE_AFTER = 1.0
+NOTE = "compiling kernels (once per install)..."
+
+
+class _Watch(event.Listener):
+    """Adds up outermost compile time; calls ``announce`` once compiling passes NOTE_AFTER."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.depth = 0
+        self.started = 0.0
+        self.announce: Callable[[str], None] | None = None
+        self.announced = False
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
+
+    def on_start(self, ev: event.Event) -> None:
+        self.depth += 1
+        if self.depth > 1:
+            return
+        self.started = time.perf_counter()
+        if self.announce is not None and not self.announced:
+            # Fires during a long compile; a run of short ones is caught in on_end.
+            self.timer = threading.Timer(max(0.0, NOTE_AFTER - self.total), self._note)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def on_end(self, ev: event.Event) -> None:
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        self.total += time.perf_counter() - self.started
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.total > NOTE_AFTER:
+            self._note()
+
+    def _note(self) -> None:
+        with self.lock:
+            if self.announce is None or self.announced:
+                return
+            self.announced = True
+        self.announce(NOTE)
+
+
+_watch: _Watch | None = None
+
+
+def _watcher() -> _Watch:
+    global _watch
+    if _watch is None:
+        _watch = _Watch()
+        event.register("numba:compile", _watch)
+    return _watch
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent compiling kernels since the first call here."""
+    return _watcher().total
+
+
+def announce_compiling(say: Callable[[str], None]) -> None:
+    """Calls ``say(NOTE)`` once, as soon as compiling has taken more than NOTE_AFTER."""
+    _watcher().announce = say

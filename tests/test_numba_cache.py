@@ -1,0 +1,78 @@
+"""numba's cache lives in the per-user cache directory (or NUMBA_CACHE_DIR), never in the
+package: cache files left in site-packages break a later editable install."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seraph.numba_cache import user_cache_dir
+
+# Imports every module of both packages and reports where each cached kernel keeps its
+# cache, and where the packages live.
+_REPORT = """
+import importlib, json, pkgutil, sys
+import partitioner, seraph
+from numba.core.dispatcher import Dispatcher
+paths, roots = [], []
+for pkg in (seraph, partitioner):
+    roots.append(pkg.__path__[0])
+    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        try:
+            module = importlib.import_module(mod.name)
+        except ImportError:  # an optional extra (cupy, matplotlib) that is not installed
+            continue
+        for obj in vars(module).values():
+            if isinstance(obj, Dispatcher) and obj._cache.__class__.__name__ != "NullCache":
+                paths.append(obj._cache._cache_path)
+print(json.dumps({"paths": paths, "roots": roots}))
+"""
+
+
+def _cache_paths(env: dict[str, str]) -> tuple[list[str], list[str]]:
+    out = subprocess.run([sys.executable, "-c", _REPORT], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    report = json.loads(out.splitlines()[-1])
+    return report["paths"], report["roots"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(extra)
+    return env
+
+
+def test_kernels_cache_in_the_user_cache(tmp_path: Path) -> None:
+    paths, roots = _cache_paths(_env(XDG_CACHE_HOME=str(tmp_path)))
+    assert len(paths) > 20  # the kernels of both packages were found
+    for path in paths:
+        assert Path(path).is_relative_to(tmp_path / "seraph"), path
+        assert not any(Path(path).is_relative_to(root) for root in roots), path
+
+
+def test_numba_cache_dir_overrides(tmp_path: Path) -> None:
+    paths, _ = _cache_paths(_env(NUMBA_CACHE_DIR=str(tmp_path / "mine"),
+                                 XDG_CACHE_HOME=str(tmp_path / "xdg")))
+    assert paths and all(Path(p).is_relative_to(tmp_path / "mine") for p in paths)
+
+
+@pytest.mark.parametrize(("platform", "env", "expected"), [
+    ("linux", {"XDG_CACHE_HOME": "/x/cache"}, "/x/cache/seraph"),
+    ("linux", {}, "HOME/.cache/seraph"),
+    ("darwin", {}, "HOME/Library/Caches/seraph"),
+    ("win32", {"LOCALAPPDATA": "/x/local"}, "/x/local/seraph/Cache"),
+])
+def test_user_cache_dir_per_platform(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                     platform: str, env: dict[str, str], expected: str) -> None:
+    for name in ("XDG_CACHE_HOME", "LOCALAPPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "platform", platform)
+    assert user_cache_dir() == Path(expected.replace("HOME", str(tmp_path)))
