@@ -272,7 +272,7 @@ def _engine_options(args: argparse.Namespace, device_memory: int | None) -> dict
     return {"schedule": args.schedule, "predictor": args.predictor, "diagram": args.diagram,
             "device": args.device, "device_memory": device_memory,
             "push_alpha": args.push_alpha, "push_on": args.push_on,
-            "trace": bool(args.trace) or None}
+            "components": args.components, "trace": bool(args.trace) or None}
 
 
 def _parse_sources(text: str) -> list[int]:
@@ -548,7 +548,7 @@ def _subcommand(sub, name: str, help: str, parents: list) -> argparse.ArgumentPa
 
 def build_parser() -> argparse.ArgumentParser:
     from partitioner.readers import FORMATS
-    from seraph.scheduler import PUSH_ON, SCHEDULES, EngineConfig
+    from seraph.scheduler import COMPONENTS, PUSH_ON, SCHEDULES, EngineConfig
 
     parser = argparse.ArgumentParser(
         prog="seraph", description="Graph analytics for graphs larger than GPU memory.",
@@ -622,6 +622,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "20, or 0 on a GPU that holds the whole graph)")
     p.add_argument("--push-on", default=None, choices=PUSH_ON,
                    help=f"where a GPU run's push rounds run (default: {engine.push_on})")
+    p.add_argument("--components", default=None, choices=COMPONENTS,
+                   help="how cc runs: union-find where the backend has it (the CPU), or "
+                        "label propagation over the pages (default: auto)")
     p.add_argument("--config", default=None,
                    help="run settings from a TOML file; options given here win (default: none)")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")

@@ -38,6 +38,9 @@ from seraph.stats import RunStats, Trace
 
 SCHEDULES = tuple(_SCHEDULES)
 PUSH_ON = ("device", "host")
+#: How connected components run: union-find where the backend has it (``auto``), or always
+#: union-find, or min-label propagation over the pages (the predictors' subject).
+COMPONENTS = ("auto", "union-find", "propagation")
 
 
 @dataclass
@@ -51,6 +54,7 @@ class EngineConfig:
     device_memory: int | None = None
     push_alpha: float | None = None  # None: see default_push_alpha
     push_on: str = "device"  # where a GPU's push rounds run (the CPU's always run on it)
+    components: str = "auto"  # connected components' method, one of COMPONENTS
     max_reentries: int = 8
     reentry_sweeps: int = 4
     trace: bool = False
@@ -72,6 +76,9 @@ class EngineConfig:
                                                 and self.push_alpha >= 0):
             raise ConfigError(f"push_alpha must be a finite number >= 0, got "
                               f"{self.push_alpha} (0 disables the push engine)")
+        if self.components not in COMPONENTS:
+            raise ConfigError(f"unknown components method {self.components!r}; expected "
+                              f"{', '.join(COMPONENTS)}")
         if self.push_on not in PUSH_ON:
             raise ConfigError(f"unknown push_on {self.push_on!r}; expected device or host")
         if self.max_reentries < 1 or self.reentry_sweeps < 1:

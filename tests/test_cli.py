@@ -52,7 +52,9 @@ def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorith
     out = tmp_path / "result.npy"
     trace = tmp_path / "trace.json"
     hub = int(np.argmax(seraph.open_graph(rmat_store).out_degrees()))
-    source = ["--source", str(hub)] if ALGORITHMS[algorithm].needs_source else []
+    # CC by label propagation, whose rounds move pages (union-find reads the host's CSC).
+    source = (["--source", str(hub)] if ALGORITHMS[algorithm].needs_source
+              else ["--components", "propagation"])
     # 32 KiB holds the vertex state (the push frontier's lists included) and three of the
     # eleven 4 KiB page slots.
     code = main(["run", algorithm, str(rmat_store), *source, "--device", device,

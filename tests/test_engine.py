@@ -128,8 +128,11 @@ class Config:
         return self.schedule != "single" and self.predictor in ("weak", "sleepy")
 
     def options(self, graph: Graph, sleepy: Path, device: str, algorithm: str) -> dict:
+        # CC by label propagation, the method whose rounds these configurations shape
+        # (union-find, the CPU's default, is checked in test_union_find_components).
         opts = dict(device=device, schedule=self.schedule, push_alpha=self.alpha,
-                    predictor="weak" if self.predictor == "sleepy" else self.predictor)
+                    predictor="weak" if self.predictor == "sleepy" else self.predictor,
+                    components="propagation")
         if self.predictor == "sleepy":
             opts["diagram"] = str(sleepy)
         if self.slots is not None:
@@ -275,6 +278,33 @@ def test_sssp_distances_equal_scipy(case, cfg, sleepy, device):
 @given(case=inputs(weighted=False, symmetric=True), cfg=configs)
 def test_cc_labels_equal_scipy(case, cfg, sleepy, device):
     check_run("cc", *case, cfg, sleepy, device)
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=False, symmetric=True), cfg=configs)
+def test_union_find_components(case, cfg, sleepy):
+    """CC's default on the CPU backend: union-find, whatever the budget, schedule and
+    predictor (which shape only label propagation's rounds)."""
+    edges, _source = case
+    graph = edges.graph(cfg.page_edges)
+    options = {**cfg.options(graph, sleepy, "cpu", "cc"), "components": "auto"}
+    result = seraph.connected_components(graph, **options)
+    want = expected("cc", edges, 0)
+    np.testing.assert_array_equal(result.labels, want)
+    assert result.num_components == len(np.unique(want))
+    assert result.stats.rounds == result.stats.pages_transferred == 0
+
+
+def test_union_find_is_refused_by_name_where_the_backend_lacks_it(device):
+    graph = Graph.from_edges(np.arange(3), np.arange(1, 4), symmetrize=True)
+    if device == "cpu":
+        labels = seraph.connected_components(graph, device="cpu", components="union-find")
+        np.testing.assert_array_equal(labels.labels, [0, 0, 0, 0])
+        return
+    with pytest.raises(seraph.ConfigError, match="union-find"):
+        seraph.connected_components(graph, device=device, components="union-find")
+    auto = seraph.connected_components(graph, device=device)  # label propagation there
+    np.testing.assert_array_equal(auto.labels, [0, 0, 0, 0])
 
 
 @HYPOTHESIS
@@ -725,7 +755,7 @@ def test_paged_cc_labels_the_hubs_component_first(monkeypatch, device, alpha, pr
         calls.clear()
         res = seraph.connected_components(graph, device=device, schedule=schedule,
                                           device_memory=memory, push_alpha=alpha,
-                                          predictor=predictor)
+                                          predictor=predictor, components="propagation")
         np.testing.assert_array_equal(res.labels, want)
         assert res.num_components == len(np.unique(want))
         assert calls == ([50] if seeded else [])

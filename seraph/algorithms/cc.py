@@ -1,6 +1,14 @@
 """Connected components of a symmetric graph: each vertex is labelled by the smallest
 vertex id of its component.
 
+Method, where the backend has it (``components="auto"``, the default): union-find, as
+Afforest runs it: link every vertex to its first neighbours, find the largest component
+from a sample, then link the other vertices' remaining edges, hooking the higher root
+under the lower so that each root is its component's smallest id
+(:mod:`seraph.backends.cpu.union_find`). Each edge is read about once and the work does not
+grow with the diameter. Elsewhere, and with ``components="propagation"`` (the predictors'
+subject):
+
 Method: min-label propagation (the label-propagation member of the Shiloach-Vishkin
 family) over the (min, +) semiring with zero weights: every vertex starts with its own id
 and each round pulls ``min(label[u])`` over its in-edges. Strong rule ``MIN_CHANGED``: the
@@ -12,6 +20,8 @@ the highest out-degree vertex (the hub) labels its component in one BFS-like pas
 push and bottom-up rounds, and the other components' labels spread from there
 (:func:`components_from_hub`).
 
+- J. Jaiganesh, M. Burtscher. A high-performance connected components implementation for
+  GPUs (ECL-CC). HPDC 2018.
 - Y. Shiloach, U. Vishkin. An O(log n) parallel connectivity algorithm. J. Algorithms
   1982.
 - M. Sutton, T. Ben-Nun, A. Barak. Optimizing parallel graph connectivity computation via
@@ -19,11 +29,13 @@ push and bottom-up rounds, and the other components' labels spread from there
 - Seraph: "Scaling Up Large-Scale Graph Processing for GPU-Accelerated Heterogeneous
   Systems".
 
-See docs/design.md, "CC from the hub" and "Strong predictors: the proofs".
+See docs/design.md, "Union-find CC", "CC from the hub" and "Strong predictors: the
+proofs".
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +44,9 @@ import scipy.sparse.csgraph as csgraph
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
 from seraph.api import as_graph, execute, input_ids, make_config
+from seraph.backends.base import Backend
 from seraph.backends.caches import graph_cached, out_degrees
-from seraph.errors import InputError
+from seraph.errors import ConfigError, InputError
 from seraph.scheduler import EngineConfig, Run
 from seraph.semiring import ZERO
 from seraph.spec import MIN_CHANGED, Algorithm, Plan
@@ -75,7 +88,33 @@ def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
     return Plan(REACH, hub, lambda run: components_from_hub(run, hub))
 
 
-SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False, plan=hub_plan)
+def union_find(run: Run) -> None:
+    """The whole run: the backend's union-find (:meth:`Backend.components`)."""
+    start = time.perf_counter()
+    run.be.components()
+    run.stats.kernel_time += time.perf_counter() - start
+
+
+def uses_union_find(config: EngineConfig, backend: type[Backend]) -> bool:
+    """Whether CC runs by union-find: by default where the backend has it; asked for by name
+    on a backend without it, a clear error before the run."""
+    if config.components == "propagation":
+        return False
+    if config.components == "union-find" and not backend.has_union_find:
+        raise ConfigError(f"components='union-find' runs on the CPU backend; the "
+                          f"{backend.name} backend has label propagation (components="
+                          "'propagation', or 'auto' to take what the backend has)")
+    return backend.has_union_find
+
+
+def plan(graph, layout, config: EngineConfig, backend: type[Backend]) -> Plan | None:
+    """CC's plan: union-find where it runs, else label propagation (:func:`hub_plan`)."""
+    if uses_union_find(config, backend):
+        return Plan(SPEC, None, union_find)
+    return hub_plan(graph, layout, config)
+
+
+SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False, plan=plan)
 
 
 @dataclass
@@ -92,9 +131,11 @@ class CCResult:
 
 def connected_components(graph, *, config: EngineConfig | None = None,
                          **options) -> CCResult:
-    """Connected components of a symmetric graph by min-label propagation: each vertex is
-    labelled by the smallest vertex id of its component. When pages move, the highest
-    out-degree vertex's component is reached first (:func:`components_from_hub`)."""
+    """Connected components of a symmetric graph: each vertex is labelled by the smallest
+    vertex id of its component. By union-find where the backend has it; by min-label
+    propagation with ``components="propagation"`` or on a backend without it, where, when
+    pages move, the highest out-degree vertex's component is reached first
+    (:func:`components_from_hub`)."""
     g = as_graph(graph)
     if not g.symmetric:
         remedy = ("this in-memory graph is directed: build it with symmetrize=True"

@@ -19,6 +19,7 @@ from seraph.backends.caches import out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import label_from_reach, sweep_pages
+from seraph.backends.cpu.union_find import components
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
@@ -29,6 +30,7 @@ PULL_PER_PUSH = 2
 
 class CpuBackend(HostPush):
     name = "cpu"
+    has_union_find = True
 
     def __init__(self, graph, algorithm, layout, table: np.ndarray | None,
                  initial_state: int = 0):
@@ -109,6 +111,12 @@ class CpuBackend(HostPush):
             # A push success is a success (back to the initial state), but it relaxed only
             # some in-edges, so a debt from an earlier skip stays.
             self.states[changed] = self.initial_state | (self.states[changed] & OWES)
+
+    def components(self) -> None:
+        """Union-find over the graph's CSC, which the host holds whole: each edge is read
+        once or twice (Afforest's sampling, then the rest outside the giant component)."""
+        indptr, indices, _ = self.graph.csc()
+        self.values[:] = components(indptr, indices, self.graph.num_vertices)
 
     def label_unreached(self) -> np.ndarray:
         """The labels of :func:`~seraph.backends.cpu.pull.label_from_reach`, in place."""
