@@ -687,10 +687,11 @@ def _interruption(error: BaseException) -> BaseException | None:
 def _redeliver_interrupts(hook):
     """An unraisable-exception hook that re-sends an interrupt Python had to drop.
 
-    A signal handled while C code calls back into Python (numba compiling, through
-    llvmlite's ctypes callbacks) raises where the exception cannot propagate: Python
-    prints it and goes on. The signal is sent again a moment later, and lands in code that
-    can unwind; other unraisable exceptions go to ``hook``."""
+    A signal handled while C code calls back into Python (a finalizer, a ctypes callback)
+    raises where the exception cannot propagate: Python prints it and goes on. The signal
+    is sent again a moment later, and lands in code that can unwind; other unraisable
+    exceptions go to ``hook``. (numba's callbacks are kept out of this: signals wait while
+    it compiles, see seraph.compiling.)"""
     def handle(unraisable) -> None:
         error = unraisable.exc_value
         if isinstance(error, (KeyboardInterrupt, Terminated)):
@@ -715,10 +716,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.command_line = _command_line(argv)
         progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
-        from seraph.compiling import announce_compiling
+        from seraph.compiling import announce_compiling, interrupts_held_while_compiling
 
         announce_compiling(progress.note)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), interrupts_held_while_compiling():
             warnings.showwarning = _show_warning
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

@@ -10,6 +10,7 @@ is written (see seraph.temporaries and partitioner.writer).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -140,6 +141,39 @@ def test_temporaries_of_a_live_run_are_left_alone(edge_file, small_file, tmp_pat
     # stopped before it made its store, it finds the output taken when it does
     assert returncode == 2 and "g.zarr already exists" in err and err.count("\n") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["g.zarr"]
+
+
+#: A run whose SIGTERM comes while LLVM takes a cached kernel's machine code from numba: in
+#: the Python callback through which llvmlite asks for it (see seraph.compiling).
+SIGTERM_IN_CACHE_LOAD = """
+import signal, sys
+from numba.core.codegen import CPUCodeLibrary
+
+give_code = CPUCodeLibrary._object_getbuffer_hook.__func__
+
+def give_code_then_signal(cls, module):
+    code = give_code(cls, module)
+    if code is not None:
+        signal.raise_signal(signal.SIGTERM)
+    return code
+
+CPUCodeLibrary._object_getbuffer_hook = classmethod(give_code_then_signal)
+from seraph.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_signal_while_a_kernel_loads_from_the_cache_ends_cleanly(small_file, tmp_path):
+    warm = subprocess.run(preprocess_command(small_file, tmp_path / "warm.zarr"),
+                          capture_output=True, text=True, timeout=300)
+    assert warm.returncode == 0, warm.stderr  # the kernels are in the cache now
+    shutil.rmtree(tmp_path / "warm.zarr")
+    command = preprocess_command(small_file, tmp_path / "g.zarr")
+    run = subprocess.run([command[0], "-c", SIGTERM_IN_CACHE_LOAD, *command[3:]],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 143, run.stderr  # not -11: each kernel got its code
+    assert_one_line(run.stderr, "terminated")
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- the interrupt behind numba's SystemError, and --force, in process --------------------
