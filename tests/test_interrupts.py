@@ -311,3 +311,19 @@ def test_force_on_the_cli_replaces_a_store(tmp_path):
     assert main(["preprocess", str(edges), "-o", out, "--force", "-q"]) == 0
     assert Store(out).attrs.num_edges == 3
     assert sorted(os.listdir(tmp_path)) == ["e.el", "g.zarr"]
+
+
+def test_a_signal_as_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch):
+    from seraph import temporaries
+
+    make = temporaries.make_temp_dir
+
+    def made_then_interrupted(dest: Path, kind: str) -> Path:
+        path = make(dest, kind)
+        signal.raise_signal(signal.SIGINT)  # handled as the call returns
+        return path
+
+    monkeypatch.setattr(temporaries, "make_temp_dir", made_then_interrupted)
+    with pytest.raises(KeyboardInterrupt), temporaries.temp_dir(tmp_path / "g.zarr", "spill"):
+        raise AssertionError("the block ran")
+    assert list(tmp_path.iterdir()) == []
