@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 
 from seraph import __version__, progress
 from seraph.algorithms import ALGORITHMS
@@ -671,8 +672,42 @@ class Terminated(BaseException):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that every cleanup runs."""
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
+#: What each signal main() handles raises.
+_INTERRUPTS: dict[int, type[BaseException]] = {signal.SIGINT: KeyboardInterrupt,
+                                               signal.SIGTERM: Terminated}
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Raises the signal's interrupt, unless numba-compiled code is running ``frame``.
+
+    A kernel's wrapper calls back into Python (numba.core.serialize._numba_unpickle) while
+    it boxes the kernel's results, and does not check that call for an error: an interrupt
+    raised there leaves a NULL in the result the caller unpacks, a segfault. A signal that
+    came while the kernel ran is handled exactly there, so it is sent again instead, to
+    land once the kernel has returned."""
+    if _called_from_compiled_code(frame):
+        _send_again(signum)
+        return
+    raise _INTERRUPTS[signum]
+
+
+def _called_from_compiled_code(frame: FrameType | None) -> bool:
+    serialize = sys.modules.get("numba.core.serialize")
+    if serialize is None:  # numba is not loaded: no kernel has run
+        return False
+    callback = getattr(serialize, "_numba_unpickle", None)
+    while frame is not None and callback is not None:
+        if frame.f_code is callback.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again(signum: int) -> None:
+    """Sends ``signum`` to the main thread a moment from now (to the thread itself, so
+    that a blocking call there is interrupted)."""
+    threading.Timer(0.01, signal.pthread_kill,
+                    (threading.main_thread().ident, signum)).start()
 
 
 def _interruption(error: BaseException) -> BaseException | None:
@@ -690,17 +725,15 @@ def _interruption(error: BaseException) -> BaseException | None:
 def _redeliver_interrupts(hook):
     """An unraisable-exception hook that re-sends an interrupt Python had to drop.
 
-    A signal handled while C code calls back into Python (numba compiling, through
-    llvmlite's ctypes callbacks) raises where the exception cannot propagate: Python
-    prints it and goes on. The signal is sent again a moment later, and lands in code that
-    can unwind; other unraisable exceptions go to ``hook``."""
+    A signal handled while C code calls back into Python (a finalizer, a ctypes callback)
+    raises where the exception cannot propagate: Python prints it and goes on. The signal
+    is sent again a moment later, and lands in code that can unwind; other unraisable
+    exceptions go to ``hook``. (numba's callbacks are kept out of this: signals wait while
+    it compiles, see seraph.compiling.)"""
     def handle(unraisable) -> None:
         error = unraisable.exc_value
         if isinstance(error, (KeyboardInterrupt, Terminated)):
-            signum = signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT
-            # to the main thread itself, so that a blocking call there is interrupted
-            threading.Timer(0.01, signal.pthread_kill,
-                            (threading.main_thread().ident, signum)).start()
+            _send_again(signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT)
         else:
             hook(unraisable)
     return handle
@@ -708,9 +741,10 @@ def _redeliver_interrupts(hook):
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Only the main thread may set handlers; main() called from another thread keeps
-    # the default SIGTERM.
+    # the ones it finds. A signal the caller ignores (nohup, a background job) stays so.
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    previous = ({signum: signal.signal(signum, _raise_interrupt) for signum in _INTERRUPTS
+                 if signal.getsignal(signum) is not signal.SIG_IGN} if in_main_thread else {})
     previous_hook, sys.unraisablehook = sys.unraisablehook, _redeliver_interrupts(
         sys.unraisablehook)
     try:
@@ -718,10 +752,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.command_line = _command_line(argv)
         progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
-        from seraph.compiling import announce_compiling
+        from seraph.compiling import announce_compiling, interrupts_held_while_compiling
 
         announce_compiling(progress.note)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), interrupts_held_while_compiling():
             warnings.showwarning = _show_warning
             code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
@@ -746,8 +780,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     finally:
         sys.unraisablehook = previous_hook
-        if in_main_thread:  # a handler set outside Python reads as None
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        for signum, handler in previous.items():  # a handler set outside Python reads as None
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 if __name__ == "__main__":

@@ -6,15 +6,24 @@ result is cached on disk, see :mod:`seraph.numba_cache`). It announces every com
 ``numba:compile`` event; one listener, registered on first use, adds up the time of the
 outermost ones (a compile triggers nested compiles of the kernels it calls). numba compiles
 under one global lock, so the outermost events never overlap.
+
+While numba holds that lock, llvmlite calls back into Python to hand LLVM the machine code
+of cached kernels (and to take that of new ones). A signal handler raising there is dropped
+with the callback's answer: LLVM is left without the kernel's code, and the kernel's first
+call jumps to nothing (a segfault). So a run holds SIGINT and SIGTERM while the lock is
+held (:func:`interrupts_held_while_compiling`) and takes them once it is released.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from numba.core import event
+
+from seraph.temporaries import signals_deferred
 
 #: Compiling for longer than this (in total) gets the one-time note.
 NOTE_AFTER = 1.0
@@ -82,3 +91,34 @@ def compile_seconds() -> float:
 def announce_compiling(say: Callable[[str], None]) -> None:
     """Calls ``say(NOTE)`` once, as soon as compiling has taken more than NOTE_AFTER."""
     _watcher().announce = say
+
+
+class _HoldInterrupts(event.Listener):
+    """Holds SIGINT and SIGTERM from the main thread's outermost acquiring of numba's
+    compiler lock to its release (the lock is re-entrant: its events nest)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.held = contextlib.ExitStack()
+
+    def on_start(self, ev: event.Event) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread handles signals
+        self.depth += 1
+        if self.depth == 1:
+            self.held.enter_context(signals_deferred())
+
+    def on_end(self, ev: event.Event) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self.depth -= 1
+        if self.depth == 0:
+            self.held.close()  # a signal that came meanwhile is raised here, lock released
+
+
+@contextlib.contextmanager
+def interrupts_held_while_compiling() -> Iterator[None]:
+    """Within the block, a Ctrl-C or SIGTERM that comes while numba compiles or loads a
+    kernel is taken once it is done, where it can unwind (see the module docstring)."""
+    with event.install_listener("numba:compiler_lock", _HoldInterrupts()):
+        yield

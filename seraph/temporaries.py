@@ -62,11 +62,16 @@ def make_temp_dir(dest: Path, kind: str) -> Path:
 @contextmanager
 def temp_dir(dest: Path, kind: str) -> Iterator[Path]:
     """A marked temporary directory beside ``dest``, removed however the block ends."""
-    path = make_temp_dir(dest, kind)
+    path = None
     try:
+        # A signal handled as make_temp_dir returns would be raised before ``path`` is
+        # set, and the directory left; held, it is raised as the `with` ends, inside the try.
+        with signals_deferred():
+            path = make_temp_dir(dest, kind)
         yield path
     finally:
-        remove_tree(path)
+        if path is not None:
+            remove_tree(path)
 
 
 @contextmanager

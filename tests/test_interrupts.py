@@ -10,6 +10,8 @@ is written (see seraph.temporaries and partitioner.writer).
 from __future__ import annotations
 
 import os
+import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import seraph.cli
 from seraph.cli import main
 from seraph.store import Store
 
@@ -142,6 +145,69 @@ def test_temporaries_of_a_live_run_are_left_alone(edge_file, small_file, tmp_pat
     assert [p.name for p in tmp_path.iterdir()] == ["g.zarr"]
 
 
+#: A run whose SIGTERM comes while LLVM takes a cached kernel's machine code from numba: in
+#: the Python callback through which llvmlite asks for it (see seraph.compiling).
+SIGTERM_IN_CACHE_LOAD = """
+import signal, sys
+from numba.core.codegen import CPUCodeLibrary
+
+give_code = CPUCodeLibrary._object_getbuffer_hook.__func__
+
+def give_code_then_signal(cls, module):
+    code = give_code(cls, module)
+    if code is not None:
+        signal.raise_signal(signal.SIGTERM)
+    return code
+
+CPUCodeLibrary._object_getbuffer_hook = classmethod(give_code_then_signal)
+from seraph.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+#: A run whose SIGTERM comes while a kernel returning arrays runs: the signal is handled when
+#: the kernel's wrapper calls back into Python to box them (see seraph.cli._raise_interrupt).
+SIGTERM_IN_KERNEL = """
+import signal, sys, threading, time
+import numba
+import numpy as np
+import partitioner.preprocess
+from partitioner.readers import _parse_pieces, _split_lines
+
+def parse(lines):
+    buf = np.frombuffer(b"123456 654321\\n" * lines, dtype=np.uint8)
+    cuts = _split_lines(buf, len(buf), numba.get_num_threads())
+    return lambda: _parse_pieces(buf, cuts, 2, 3, False, False, -1)
+
+def long_work(*args, **kwargs):
+    parse(10)()  # loaded before the signal
+    long_parse = parse(1 << 22)  # a good part of a second
+    threading.Timer(0.1, signal.raise_signal, (signal.SIGTERM,)).start()
+    long_parse()
+    time.sleep(5)
+    raise AssertionError("the signal was lost")
+
+partitioner.preprocess.preprocess = long_work
+from seraph.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("script", [SIGTERM_IN_CACHE_LOAD, SIGTERM_IN_KERNEL],
+                         ids=["loading a kernel", "running a kernel"])
+def test_a_signal_inside_numba_ends_cleanly(small_file, tmp_path, script):
+    warm = subprocess.run(preprocess_command(small_file, tmp_path / "warm.zarr"),
+                          capture_output=True, text=True, timeout=300)
+    assert warm.returncode == 0, warm.stderr  # the kernels are in the cache now
+    shutil.rmtree(tmp_path / "warm.zarr")
+    command = preprocess_command(small_file, tmp_path / "g.zarr")
+    run = subprocess.run([command[0], "-c", script, *command[3:]],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 143, run.stderr  # not -11
+    assert_one_line(run.stderr, "terminated")
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- the interrupt behind numba's SystemError, and --force, in process --------------------
 def test_an_interrupt_wrapped_by_numba_exits_130(tmp_path, monkeypatch, capsys):
     import partitioner.preprocess
@@ -158,6 +224,32 @@ def test_an_interrupt_wrapped_by_numba_exits_130(tmp_path, monkeypatch, capsys):
     edges.write_text("0 1\n")
     assert main(["preprocess", str(edges), "-o", str(tmp_path / "g.zarr")]) == 130
     assert capsys.readouterr().err == "seraph: interrupted; no partial output was left behind\n"
+
+
+class UnpickledWithASignal:
+    """Unpickled through numba.core.serialize._numba_unpickle, as a kernel's wrapper does
+    while it boxes the kernel's results; a SIGTERM is handled meanwhile."""
+
+    def __reduce__(self):
+        return handle_sigterm_here, ()
+
+
+def handle_sigterm_here() -> str:
+    seraph.cli._raise_interrupt(signal.SIGTERM, sys._getframe())
+    return "unpickled"
+
+
+def test_an_interrupt_inside_numbas_callback_is_sent_again(monkeypatch):
+    from numba.core import serialize
+
+    sent = []
+    monkeypatch.setattr(seraph.cli, "_send_again", sent.append)
+    data = pickle.dumps(UnpickledWithASignal())
+    assert serialize._numba_unpickle(id(data), data, b"UnpickledWithASignal") == "unpickled"
+    assert sent == [signal.SIGTERM]
+    with pytest.raises(seraph.cli.Terminated):  # elsewhere it is raised at once
+        seraph.cli._raise_interrupt(signal.SIGTERM, sys._getframe())
+    assert sent == [signal.SIGTERM]
 
 
 class DroppedInterrupt:
@@ -219,3 +311,19 @@ def test_force_on_the_cli_replaces_a_store(tmp_path):
     assert main(["preprocess", str(edges), "-o", out, "--force", "-q"]) == 0
     assert Store(out).attrs.num_edges == 3
     assert sorted(os.listdir(tmp_path)) == ["e.el", "g.zarr"]
+
+
+def test_a_signal_as_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch):
+    from seraph import temporaries
+
+    make = temporaries.make_temp_dir
+
+    def made_then_interrupted(dest: Path, kind: str) -> Path:
+        path = make(dest, kind)
+        signal.raise_signal(signal.SIGINT)  # handled as the call returns
+        return path
+
+    monkeypatch.setattr(temporaries, "make_temp_dir", made_then_interrupted)
+    with pytest.raises(KeyboardInterrupt), temporaries.temp_dir(tmp_path / "g.zarr", "spill"):
+        raise AssertionError("the block ran")
+    assert list(tmp_path.iterdir()) == []
