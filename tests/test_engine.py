@@ -692,6 +692,7 @@ def test_only_sssp_moves_weights(device):
     moved = {}
     for algorithm in ("bfs", "cc", "sssp"):
         stats = solve(algorithm, graph, 0, dict(device=device, push_alpha=0, predictor="strong",
+                                                components="propagation",
                                                 device_memory=budget(graph, 3, False,
                                                                      algorithm, True))).stats
         assert (stats.num_slots, stats.resident) == (3, False)
