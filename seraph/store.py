@@ -83,8 +83,8 @@ class StoreWriter:
 
     Until :meth:`commit` the directory is named ``NAME.tmp-<pid>-<hex>`` and its attrs say
     ``complete=false``, so a crash, Ctrl-C or full disk never leaves a store that opens as
-    valid. Use as a context manager: leaving the block with an exception removes the
-    temporary directory (see :mod:`seraph.temporaries` for what a killed run leaves).
+    valid. Use as a context manager, which makes the directory: leaving the block with an
+    exception removes it (see :mod:`seraph.temporaries` for what a killed run leaves).
     ``force`` allows replacing an existing Seraph store, and nothing else.
 
     Chunk files are fsynced by a background thread as soon as they are written, so the
@@ -97,16 +97,8 @@ class StoreWriter:
         temporaries.check_output(self.path, force)
         self.attrs = attrs
         self.tmp = temporaries.temp_path(self.path, "tmp")
-        self.tmp.mkdir(parents=True)
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-fsync")
         self._fsyncs: list[Future] = []
-        try:
-            self.group = zarr.open_group(LocalStore(self.tmp), mode="w")
-            self.group.attrs.update(asdict(attrs))
-            temporaries.mark(self.tmp)
-        except BaseException:
-            self.abort()
-            raise
         self._raw = attrs.compression is None
 
     # -- arrays ---------------------------------------------------------------------------
@@ -169,6 +161,17 @@ class StoreWriter:
             temporaries.remove_tree(self.tmp)
 
     def __enter__(self) -> StoreWriter:
+        # The directory is made here, not in __init__, so that a signal between the two
+        # calls leaves nothing; held while it is made, a signal is raised inside the try.
+        try:
+            with temporaries.signals_deferred():
+                self.tmp.mkdir(parents=True)
+                self.group = zarr.open_group(LocalStore(self.tmp), mode="w")
+                self.group.attrs.update(asdict(self.attrs))
+                temporaries.mark(self.tmp)
+        except BaseException:
+            self.abort()
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
