@@ -129,7 +129,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
-    plan = algorithm.plan(graph, layout, config, backend_cls) if algorithm.plan else None
+    plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
     backend = backend_cls.create(config, graph, plan.algorithm, layout, table, initial_state)
     try:

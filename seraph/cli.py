@@ -624,8 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--push-on", default=None, choices=PUSH_ON,
                    help=f"where a GPU run's push rounds run (default: {engine.push_on})")
     p.add_argument("--components", default=None, choices=COMPONENTS,
-                   help="how cc runs: union-find where the backend has it (the CPU), or "
-                        "label propagation over the pages (default: auto)")
+                   help="how cc runs: union-find, or label propagation over the pages "
+                        "(default: union-find)")
     p.add_argument("--config", default=None,
                    help="run settings from a TOML file; options given here win (default: none)")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")

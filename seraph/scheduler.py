@@ -38,9 +38,9 @@ from seraph.stats import RunStats, Trace
 
 SCHEDULES = tuple(_SCHEDULES)
 PUSH_ON = ("device", "host")
-#: How connected components run: union-find where the backend has it (``auto``), or always
-#: union-find, or min-label propagation over the pages (the predictors' subject).
-COMPONENTS = ("auto", "union-find", "propagation")
+#: How connected components run: union-find (each edge read about once), or min-label
+#: propagation over the pages (the predictors' subject).
+COMPONENTS = ("union-find", "propagation")
 
 
 @dataclass
@@ -54,7 +54,7 @@ class EngineConfig:
     device_memory: int | None = None
     push_alpha: float | None = None  # None: see default_push_alpha
     push_on: str = "device"  # where a GPU's push rounds run (the CPU's always run on it)
-    components: str = "auto"  # connected components' method, one of COMPONENTS
+    components: str = "union-find"  # connected components' method, one of COMPONENTS
     max_reentries: int = 8
     reentry_sweeps: int = 4
     trace: bool = False

@@ -18,7 +18,6 @@ import numpy as np
 from seraph.semiring import STORED, infinity, value_dtype
 
 if TYPE_CHECKING:
-    from seraph.backends.base import Backend
     from seraph.backends.layout import Layout
     from seraph.scheduler import EngineConfig, Run
 
@@ -52,10 +51,9 @@ class Algorithm:
     strong_rule: str
     default_predictor: str
     needs_source: bool
-    #: ``plan(graph, layout, config, backend)`` (``backend`` the backend's class, asked for
-    #: its capabilities): a :class:`Plan` for this run, or None for one convergence from
-    #: :meth:`initial_frontier`.
-    plan: Callable[[object, Layout, EngineConfig, type[Backend]], Plan | None] | None = \
+    #: ``plan(graph, layout, config)``: a :class:`Plan` for this run, or None for one
+    #: convergence from :meth:`initial_frontier`.
+    plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \
         field(default=None, compare=False)
 
     @property

@@ -31,6 +31,7 @@ from seraph.backends.activity import page_source_blocks, pages_active
 from seraph.backends.cpu.pull import SERIAL_EDGES
 from seraph.backends.layout import Layout
 from seraph.graph import Graph
+from seraph.validate import check
 
 SCHEDULES = ("pipelined", "reentry", "single")
 #: "sleepy" is a valid but bad weak diagram: a vertex sleeps 20 sweeps after any failure.
@@ -282,29 +283,39 @@ def test_cc_labels_equal_scipy(case, cfg, sleepy, device):
 
 @HYPOTHESIS
 @given(case=inputs(weighted=False, symmetric=True), cfg=configs)
-def test_union_find_components(case, cfg, sleepy):
-    """CC's default on the CPU backend: union-find, whatever the budget, schedule and
-    predictor (which shape only label propagation's rounds)."""
+def test_union_find_components(case, cfg, sleepy, device):
+    """CC's default on both backends: union-find, whatever the budget, schedule and
+    predictor (which shape only label propagation's rounds); no page is copied."""
     edges, _source = case
     graph = edges.graph(cfg.page_edges)
-    options = {**cfg.options(graph, sleepy, "cpu", "cc"), "components": "auto"}
+    options = {**cfg.options(graph, sleepy, device, "cc"), "components": "union-find"}
     result = seraph.connected_components(graph, **options)
     want = expected("cc", edges, 0)
     np.testing.assert_array_equal(result.labels, want)
     assert result.num_components == len(np.unique(want))
-    assert result.stats.rounds == result.stats.pages_transferred == 0
+    assert result.stats.rounds == 0
+    assert result.stats.pages_transferred == 0 or result.stats.resident
 
 
-def test_union_find_is_refused_by_name_where_the_backend_lacks_it(device):
-    graph = Graph.from_edges(np.arange(3), np.arange(1, 4), symmetrize=True)
-    if device == "cpu":
-        labels = seraph.connected_components(graph, device="cpu", components="union-find")
-        np.testing.assert_array_equal(labels.labels, [0, 0, 0, 0])
-        return
-    with pytest.raises(seraph.ConfigError, match="union-find"):
-        seraph.connected_components(graph, device=device, components="union-find")
-    auto = seraph.connected_components(graph, device=device)  # label propagation there
-    np.testing.assert_array_equal(auto.labels, [0, 0, 0, 0])
+def test_union_find_on_larger_graphs(device):
+    """Graphs whose rows and hooks race across many threads and blocks: a shuffled grid
+    with holes, a power-law graph and many small components, paged and resident."""
+    rng = np.random.default_rng(3)
+    side = 120
+    grid = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([grid[:, :-1].ravel(), grid[:-1, :].ravel()])
+    dst = np.concatenate([grid[:, 1:].ravel(), grid[1:, :].ravel()])
+    keep = rng.random(len(src)) > 0.3
+    order = rng.permutation(side * side)
+    cases = [(order[src[keep]], order[dst[keep]], side * side),
+             (rng.zipf(1.6, 40_000) % 5000, rng.integers(0, 5000, 40_000), 5000),
+             (rng.integers(0, 20_000, 6000), rng.integers(0, 20_000, 6000), 20_000)]
+    for s, d, n in cases:
+        graph = Graph.from_edges(s, d, num_vertices=n, symmetrize=True, page_edges=1024)
+        layout = Layout.for_run(graph, cc.SPEC, "strong", None)
+        for memory in (None, layout.state_bytes + 2 * layout.slot_bytes):
+            got = seraph.connected_components(graph, device=device, device_memory=memory)
+            assert check(graph, "cc", got.labels) is None
 
 
 @HYPOTHESIS

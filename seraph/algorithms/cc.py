@@ -1,13 +1,12 @@
 """Connected components of a symmetric graph: each vertex is labelled by the smallest
 vertex id of its component.
 
-Method, where the backend has it (``components="auto"``, the default): union-find, as
-Afforest runs it: link every vertex to its first neighbours, find the largest component
-from a sample, then link the other vertices' remaining edges, hooking the higher root
-under the lower so that each root is its component's smallest id
-(:mod:`seraph.backends.cpu.union_find`). Each edge is read about once and the work does not
-grow with the diameter. Elsewhere, and with ``components="propagation"`` (the predictors'
-subject):
+Method (``components="union-find"``, the default): union-find, as Afforest runs it: link
+every vertex to its first neighbours, find the largest component from a sample, then link
+the other vertices' remaining edges, hooking the higher root under the lower so that each
+root is its component's smallest id (:mod:`seraph.backends.cpu.union_find`;
+``kernels/union_find.cu`` on the GPU). Each edge is read about once and the work does not
+grow with the diameter. With ``components="propagation"`` (the predictors' subject):
 
 Method: min-label propagation (the label-propagation member of the Shiloach-Vishkin
 family) over the (min, +) semiring with zero weights: every vertex starts with its own id
@@ -44,9 +43,8 @@ import scipy.sparse.csgraph as csgraph
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
 from seraph.api import as_graph, execute, input_ids, make_config
-from seraph.backends.base import Backend
 from seraph.backends.caches import graph_cached, out_degrees
-from seraph.errors import ConfigError, InputError
+from seraph.errors import InputError
 from seraph.scheduler import EngineConfig, Run
 from seraph.semiring import ZERO
 from seraph.spec import MIN_CHANGED, Algorithm, Plan
@@ -89,27 +87,15 @@ def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
 
 
 def union_find(run: Run) -> None:
-    """The whole run: the backend's union-find (:meth:`Backend.components`)."""
+    """The whole run: the backend's union-find (``Backend.components``)."""
     start = time.perf_counter()
     run.be.components()
     run.stats.kernel_time += time.perf_counter() - start
 
 
-def uses_union_find(config: EngineConfig, backend: type[Backend]) -> bool:
-    """Whether CC runs by union-find: by default where the backend has it; asked for by name
-    on a backend without it, a clear error before the run."""
-    if config.components == "propagation":
-        return False
-    if config.components == "union-find" and not backend.has_union_find:
-        raise ConfigError(f"components='union-find' runs on the CPU backend; the "
-                          f"{backend.name} backend has label propagation (components="
-                          "'propagation', or 'auto' to take what the backend has)")
-    return backend.has_union_find
-
-
-def plan(graph, layout, config: EngineConfig, backend: type[Backend]) -> Plan | None:
-    """CC's plan: union-find where it runs, else label propagation (:func:`hub_plan`)."""
-    if uses_union_find(config, backend):
+def plan(graph, layout, config: EngineConfig) -> Plan | None:
+    """CC's plan: union-find, or label propagation (:func:`hub_plan`) when asked for."""
+    if config.components == "union-find":
         return Plan(SPEC, None, union_find)
     return hub_plan(graph, layout, config)
 
@@ -132,10 +118,9 @@ class CCResult:
 def connected_components(graph, *, config: EngineConfig | None = None,
                          **options) -> CCResult:
     """Connected components of a symmetric graph: each vertex is labelled by the smallest
-    vertex id of its component. By union-find where the backend has it; by min-label
-    propagation with ``components="propagation"`` or on a backend without it, where, when
-    pages move, the highest out-degree vertex's component is reached first
-    (:func:`components_from_hub`)."""
+    vertex id of its component. By union-find; by min-label propagation with
+    ``components="propagation"``, where, when pages move, the highest out-degree vertex's
+    component is reached first (:func:`components_from_hub`)."""
     g = as_graph(graph)
     if not g.symmetric:
         remedy = ("this in-memory graph is directed: build it with symmetrize=True"

@@ -70,8 +70,6 @@ class Backend(ABC):
     #: and the bytes of a one-time upload of the whole graph (0: its pages moved by slot).
     peak_memory: int = 0
     upload_bytes: int = 0
-    #: Whether :meth:`components` runs on this backend.
-    has_union_find: bool = False
 
     def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
                  initial_state: int = 0):
@@ -190,11 +188,11 @@ class Backend(ABC):
         their blocks marked with ``epoch`` and their predictor states reset
         (:class:`seraph.backends.cpu.host_push.HostPush` runs them on the host)."""
 
+    @abstractmethod
     def components(self) -> None:
-        """Connected components by union-find, into the values: each vertex's value becomes
-        the smallest vertex id of its component (docs/design.md, "Union-find CC"). Only a
-        backend whose :attr:`has_union_find` is set runs it."""
-        raise NotImplementedError(f"the {self.name} backend has no union-find components")
+        """Connected components by union-find, into the values (CC's, every vertex its own
+        id to start): each vertex's value becomes the smallest vertex id of its component
+        (docs/design.md, "Union-find CC")."""
 
     @abstractmethod
     def label_unreached(self) -> np.ndarray | None:

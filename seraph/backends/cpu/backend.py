@@ -30,7 +30,6 @@ PULL_PER_PUSH = 2
 
 class CpuBackend(HostPush):
     name = "cpu"
-    has_union_find = True
 
     def __init__(self, graph, algorithm, layout, table: np.ndarray | None,
                  initial_state: int = 0):

@@ -48,6 +48,8 @@ from seraph.errors import InputError
 #: ``skip_root`` value that skips no vertex.
 NO_ROOT = -1
 #: Vertices sampled to find the giant component's root, and the seed that picks them.
+#: Neighbours of every vertex linked before the largest component is looked for.
+SAMPLE_ROUNDS = 2
 GIANT_SAMPLES = 1024
 GIANT_SEED = 0
 #: Edges (or, compressing, vertices) per parallel piece at least. Below this the work stays
@@ -56,7 +58,7 @@ _PIECE_ITEMS = 1 << 14
 
 
 def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
-               sample_rounds: int = 2) -> np.ndarray:
+               sample_rounds: int = SAMPLE_ROUNDS) -> np.ndarray:
     """Connected components of a symmetric graph given as its CSC (``indptr`` int64 of
     ``num_vertices + 1``, ``indices`` int32): int32 labels, ``label[v]`` the smallest
     vertex id in ``v``'s component."""
@@ -127,9 +129,20 @@ def most_frequent_root(parent: np.ndarray, samples: int = GIANT_SAMPLES,
     smallest such root on a tie; :data:`NO_ROOT` on an empty graph."""
     if len(parent) == 0:
         return NO_ROOT
-    picks = np.random.default_rng(seed).integers(0, len(parent), size=samples)
-    roots, counts = np.unique(_roots(parent, picks), return_counts=True)
-    return int(roots[np.argmax(counts)])
+    return most_common(_roots(parent, giant_sample(len(parent), samples, seed)))
+
+
+def giant_sample(num_vertices: int, samples: int = GIANT_SAMPLES,
+                 seed: int = GIANT_SEED) -> np.ndarray:
+    """The vertices whose roots vote for the largest component (``samples`` of them, drawn
+    with a fixed ``seed``)."""
+    return np.random.default_rng(seed).integers(0, num_vertices, size=samples)
+
+
+def most_common(roots: np.ndarray) -> int:
+    """The root named most often, the smallest on a tie."""
+    values, counts = np.unique(roots, return_counts=True)
+    return int(values[np.argmax(counts)])
 
 
 def _pieces(items: int) -> int:

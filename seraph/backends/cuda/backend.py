@@ -39,6 +39,7 @@ from seraph.backends.base import BottomUpResult, PushOutcome, SweepResult
 from seraph.backends.caches import graph_cached, graph_hub_chunks, hand_back, take_pooled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import copy_parallel
+from seraph.backends.cpu.union_find import SAMPLE_ROUNDS, giant_sample, most_common
 from seraph.backends.cuda.kernels import interface
 from seraph.backends.layout import frontier_capacity
 from seraph.hubs import HubChunks
@@ -587,6 +588,28 @@ class CudaBackend(HostPush):
             if self.table is not None:
                 self.states[idx] = self.initial_state | (self.states[idx] & OWES)
         self.mark_blocks(changed, epoch)
+
+    def components(self) -> None:
+        """Union-find on the device (kernels/union_find.cu), CC's values being the parents:
+        link each vertex with its first neighbours, find the largest component from a
+        sample, link the other vertices' remaining edges. The edges are read where they
+        are: the device's pages when resident, else the host's pinned CSC in place over
+        PCIe, each about once and no page copied."""
+        n = self.graph.num_vertices
+        if n == 0:
+            return
+        blocks, parent = self._blocks(n), self.values
+        rows = {"indptr": self.indptr, "indices": self._csc_indices, "parent": parent, "n": n}
+        with self.compute_stream:
+            for position in range(SAMPLE_ROUNDS):
+                _kernel("link_sampled")(blocks, **rows, position=position)
+                _kernel("compress")(blocks, parent=parent, n=n)
+            # After a compression each vertex holds its root.
+            picks = cp.asarray(giant_sample(n))
+            giant = most_common(parent[picks].get(stream=self.compute_stream))
+            _kernel("link_rest")(blocks, **rows, first=SAMPLE_ROUNDS, skip_root=giant)
+            _kernel("compress")(blocks, parent=parent, n=n)
+        self.compute_stream.synchronize()
 
     def label_unreached(self) -> np.ndarray | None:
         """On the device (kernels/reach.cu): only the list of vertices whose labels must

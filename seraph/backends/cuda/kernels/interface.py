@@ -112,6 +112,14 @@ KERNELS = {
     "label_from_reach": Kernel("reach.cu", (
         "int* value", "int inf", "const long long* smallest", "const long long* out_indptr",
         "long long n", "unsigned char* spreads")),
+    # Union-find components (union_find.cu): the CSC's rows, and CC's labels as parents.
+    "link_sampled": Kernel("union_find.cu", (
+        "const long long* indptr", "const int* indices", "int* parent", "long long n",
+        "long long position")),
+    "link_rest": Kernel("union_find.cu", (
+        "const long long* indptr", "const int* indices", "int* parent", "long long n",
+        "long long first", "int skip_root")),
+    "compress": Kernel("union_find.cu", ("int* parent", "long long n")),
 }
 
 
