@@ -53,7 +53,10 @@ class RunStats:
     edges_pushed: int = 0
     edges_pulled_bottom_up: int = 0  # in-edges read by bottom-up rounds
     # totals
-    wall_time: float = 0.0  # without compile_time
+    wall_time: float = 0.0  # the engine's run, without compile_time
+    #: The whole public call (``seraph.bfs(...)`` until it returns: checks, the run, the
+    #: result's conversions, predecessors), without compiling: what the user waits for.
+    call_time: float = 0.0
     compile_time: float = 0.0  # compiling kernels on a first call (once per install)
     gteps: float = 0.0
     peak_host_memory: int = 0

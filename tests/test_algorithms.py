@@ -56,3 +56,14 @@ def test_bad_names_and_sources_are_refused(graph):
         seraph.run(graph, "cc", source=0)
     with pytest.raises(InputError, match="a source vertex is required"):
         seraph.run(graph, "bfs")
+
+
+def test_the_call_time_covers_the_engine_time():
+    """``stats.call_time`` is the whole public call (the result's conversions included),
+    ``stats.wall_time`` the engine's run inside it."""
+    graph = seraph.Graph.from_edges(np.arange(50), np.arange(1, 51),
+                                    np.ones(50, np.float32), symmetrize=True)
+    for name in ALGORITHMS:
+        stats = seraph.run(graph, name, 0 if get(name).needs_source else None,
+                           device="cpu").stats
+        assert 0 < stats.wall_time <= stats.call_time, name

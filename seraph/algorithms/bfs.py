@@ -25,7 +25,7 @@ import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
-from seraph.api import as_graph, execute, input_ids, make_config, source_index
+from seraph.api import as_graph, execute, input_ids, make_config, public_call, source_index
 from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig
 from seraph.semiring import UNIT
@@ -47,6 +47,7 @@ class BFSResult:
         return self.levels
 
 
+@public_call
 def bfs(graph, source: int, *, predecessors: bool = False, config: EngineConfig | None = None,
         **options) -> BFSResult:
     """Breadth-first search levels from ``source`` (an input vertex id).

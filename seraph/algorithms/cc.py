@@ -42,7 +42,7 @@ import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
-from seraph.api import as_graph, execute, input_ids, make_config
+from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
 from seraph.scheduler import EngineConfig, Run
@@ -115,6 +115,7 @@ class CCResult:
         return self.labels
 
 
+@public_call
 def connected_components(graph, *, config: EngineConfig | None = None,
                          **options) -> CCResult:
     """Connected components of a symmetric graph: each vertex is labelled by the smallest

@@ -29,7 +29,7 @@ import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
-from seraph.api import as_graph, execute, input_ids, make_config, source_index
+from seraph.api import as_graph, execute, input_ids, make_config, public_call, source_index
 from seraph.errors import InputError
 from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig
@@ -52,6 +52,7 @@ class SSSPResult:
         return self.distances
 
 
+@public_call
 def sssp(graph, source: int, *, predecessors: bool = False, config: EngineConfig | None = None,
          **options) -> SSSPResult:
     """Single-source shortest path distances (float32) from ``source`` (an input vertex id)."""
