@@ -26,31 +26,6 @@ import benchlib
 import numpy as np
 import scipy.sparse.csgraph as csgraph
 
-REMOVE_FRACTION = 0.1
-SHUFFLE_SEED = 1
-
-
-def shuffled_grid(side: int):
-    """The grid with edges removed, its ids permuted by a fixed permutation."""
-    from partitioner import generators
-    from seraph import Graph
-
-    source = generators.grid(side, side, remove_fraction=REMOVE_FRACTION, seed=1)
-    src, dst = zip(*((c.src, c.dst) for c in source.chunks()), strict=True)
-    perm = np.random.default_rng(SHUFFLE_SEED).permutation(side * side)
-    return Graph.from_edges(perm[np.concatenate(src)], perm[np.concatenate(dst)],
-                            num_vertices=side * side, symmetrize=True)
-
-
-def generated(kind: str, scale: int):
-    from partitioner import generators
-    from partitioner.writer import Options, build_in_memory
-    from seraph import Graph
-
-    source = generators.GENERATORS[kind](scale, 16, seed=1)
-    attrs, arrays = build_in_memory(source, Options(symmetrize=True))
-    return Graph(attrs, arrays=arrays)
-
 
 class Timing(NamedTuple):
     wall: float  # median seconds
@@ -130,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     info = benchlib.machine()
     graphs = [(f"grid {args.side}x{args.side}, 10% removed, shuffled",
-               lambda: shuffled_grid(args.side)),
-              (f"RMAT-{args.scale} ef16", lambda: generated("rmat", args.scale)),
-              (f"uniform-{args.scale} ef16", lambda: generated("uniform", args.scale))]
+               lambda: benchlib.shuffled_grid(args.side)),
+              (f"RMAT-{args.scale} ef16", lambda: benchlib.generated("rmat", args.scale)),
+              (f"uniform-{args.scale} ef16", lambda: benchlib.generated("uniform", args.scale))]
     rows = []
     for name, build in graphs:
         print(f"measuring {name} ...", file=sys.stderr, flush=True)

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from seraph.units import format_size
 
 GiB = 1 << 30
@@ -115,6 +117,45 @@ def machine_markdown(info: dict) -> str:
         + " (the machine is shared with other jobs)",
     ]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- graphs
+#: The road-like grid: this share of its edges removed, its ids shuffled by this seed.
+REMOVE_FRACTION = 0.1
+SHUFFLE_SEED = 1
+
+
+def in_memory(source):
+    """A symmetrized in-memory Graph of an edge source, partitioned as a store would be."""
+    from partitioner.writer import Options, build_in_memory
+    from seraph import Graph
+
+    attrs, arrays = build_in_memory(source, Options(symmetrize=True))
+    return Graph(attrs, arrays=arrays)
+
+
+def generated(kind: str, scale: int, weights: tuple[float, float] | None = None):
+    """A symmetrized RMAT or uniform graph of ``2^scale`` vertices, edge factor 16."""
+    from partitioner import generators
+
+    return in_memory(generators.GENERATORS[kind](scale, 16, seed=1, weights=weights))
+
+
+def shuffled_grid(side: int, weights: tuple[float, float] | None = None):
+    """A ``side x side`` grid with :data:`REMOVE_FRACTION` of its edges removed and its
+    ids permuted by a fixed permutation, as real road networks' are."""
+    from partitioner import generators
+    from seraph import Graph
+
+    source = generators.grid(side, side, remove_fraction=REMOVE_FRACTION, seed=1,
+                             weights=weights)
+    chunks = list(source.chunks())
+    src = np.concatenate([c.src for c in chunks])
+    dst = np.concatenate([c.dst for c in chunks])
+    weight = np.concatenate([c.weight for c in chunks]) if weights else None
+    perm = np.random.default_rng(SHUFFLE_SEED).permutation(side * side)
+    return Graph.from_edges(perm[src], perm[dst], weight, num_vertices=side * side,
+                            symmetrize=True)
 
 
 # --------------------------------------------------------------------------- timing
