@@ -125,23 +125,28 @@ REMOVE_FRACTION = 0.1
 SHUFFLE_SEED = 1
 
 
-def in_memory(source):
-    """A symmetrized in-memory Graph of an edge source, partitioned as a store would be."""
-    from partitioner.writer import Options, build_in_memory
+def in_memory(source, page_edges: int | None = None):
+    """A symmetrized in-memory Graph of an edge source, partitioned as a store would be
+    (pages of ``page_edges``, default the store's)."""
+    from partitioner.writer import DEFAULT_PAGE_EDGES, Options, build_in_memory
     from seraph import Graph
 
-    attrs, arrays = build_in_memory(source, Options(symmetrize=True))
+    options = Options(symmetrize=True, page_edges=page_edges or DEFAULT_PAGE_EDGES)
+    attrs, arrays = build_in_memory(source, options)
     return Graph(attrs, arrays=arrays)
 
 
-def generated(kind: str, scale: int, weights: tuple[float, float] | None = None):
+def generated(kind: str, scale: int, weights: tuple[float, float] | None = None,
+              page_edges: int | None = None):
     """A symmetrized RMAT or uniform graph of ``2^scale`` vertices, edge factor 16."""
     from partitioner import generators
 
-    return in_memory(generators.GENERATORS[kind](scale, 16, seed=1, weights=weights))
+    return in_memory(generators.GENERATORS[kind](scale, 16, seed=1, weights=weights),
+                     page_edges)
 
 
-def shuffled_grid(side: int, weights: tuple[float, float] | None = None):
+def shuffled_grid(side: int, weights: tuple[float, float] | None = None,
+                  page_edges: int | None = None):
     """A ``side x side`` grid with :data:`REMOVE_FRACTION` of its edges removed and its
     ids permuted by a fixed permutation, as real road networks' are."""
     from partitioner import generators
@@ -155,7 +160,7 @@ def shuffled_grid(side: int, weights: tuple[float, float] | None = None):
     weight = np.concatenate([c.weight for c in chunks]) if weights else None
     perm = np.random.default_rng(SHUFFLE_SEED).permutation(side * side)
     return Graph.from_edges(perm[src], perm[dst], weight, num_vertices=side * side,
-                            symmetrize=True)
+                            symmetrize=True, page_edges=page_edges)
 
 
 # --------------------------------------------------------------------------- timing
