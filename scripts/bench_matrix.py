@@ -176,30 +176,43 @@ def summarize(runs: list[dict]) -> dict:
 def measure_cell(graph, desc: dict, alg: str, sources: list[int | None], args,
                  clock: bench_gpu.Clock, checks: dict) -> dict:
     """The first call, the random sources' runs and (BFS, SSSP) the hub's run of one cell."""
-    from seraph.algorithms import get
-
     budget = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction)
     cell = {"graph": desc["name"], "key": desc["key"], "algorithm": alg, "budget": budget,
             "pass_bytes": bench_gpu.pass_bytes(graph, alg), "skipped": None}
-    with bench_gpu.time_limit(clock.limit(None), f"{desc['name']} {alg}"):
-        first = run_once(graph, alg, sources[0], args.device, budget)
-        cell["first_call"] = first.stats.call_time
-        cell["first_compile"] = first.stats.compile_time
-        if args.check != "none":
-            start = time.perf_counter()
-            cell["check"] = check_answer(graph, alg, sources[0], first.values, args.check)
-            checks["seconds"] += time.perf_counter() - start
-        del first
-        runs = []
-        for source in sources:
-            runs.append({"source": source,
-                         **run_figures(run_once(graph, alg, source, args.device,
-                                                budget).stats, alg)})
-        cell["random"] = summarize(runs)
-        if get(alg).needs_source:
-            res = run_once(graph, alg, desc["hub"], args.device, budget)
-            cell["hub"] = summarize([{"source": desc["hub"], **run_figures(res.stats, alg)}])
+    with bench_gpu.time_limit(clock.limit(None), f"{desc['name']} {alg}") as alarm:
+        try:
+            timed_runs(graph, desc, alg, sources, args, checks, budget, cell)
+        except bench_gpu.TimeLimit:
+            raise
+        except Exception as e:  # the alarm landed inside a numba call: its SystemError
+            if alarm.fired:
+                raise bench_gpu.TimeLimit(f"{desc['name']} {alg} passed its limit") from e
+            raise
     return cell
+
+
+def timed_runs(graph, desc: dict, alg: str, sources: list[int | None], args, checks: dict,
+               budget: int, cell: dict) -> None:
+    """Fills ``cell`` with the first call, its check, and the timed runs."""
+    from seraph.algorithms import get
+
+    first = run_once(graph, alg, sources[0], args.device, budget)
+    cell["first_call"] = first.stats.call_time
+    cell["first_compile"] = first.stats.compile_time
+    if args.check != "none":
+        start = time.perf_counter()
+        cell["check"] = check_answer(graph, alg, sources[0], first.values, args.check)
+        checks["seconds"] += time.perf_counter() - start
+    del first
+    runs = []
+    for source in sources:
+        runs.append({"source": source,
+                     **run_figures(run_once(graph, alg, source, args.device,
+                                            budget).stats, alg)})
+    cell["random"] = summarize(runs)
+    if get(alg).needs_source:
+        res = run_once(graph, alg, desc["hub"], args.device, budget)
+        cell["hub"] = summarize([{"source": desc["hub"], **run_figures(res.stats, alg)}])
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -231,7 +244,12 @@ def run_matrix(args, clock: bench_gpu.Clock) -> dict:
             continue
         bench_gpu.log(f"building {name}")
         start = time.perf_counter()
-        graph = build()
+        try:
+            with bench_gpu.time_limit(clock.limit(None), f"building {name}"):
+                graph = build()
+        except bench_gpu.TimeLimit as e:
+            results["skipped"].append(f"{name}: {e}")
+            continue
         desc = describe(graph, name, key, size, time.perf_counter() - start)
         results["graphs"].append(desc)
         bench_gpu.log(f"{name}: {desc['num_vertices']:,} vertices, {desc['num_edges']:,} "
@@ -390,7 +408,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="seconds kept back for the report: a cell starts only with more left")
     p.add_argument("--json-out", default=None, help="write the raw figures here as JSON")
     p.add_argument("--md-out", default=None,
-                   help=f"markdown report (default {MD_DEFAULT}; '' for none)")
+                   help=f"markdown report (default {MD_DEFAULT} on cuda, none on cpu; '' "
+                        "for none)")
     args = p.parse_args(argv)
     if args.sources < 1:
         p.error("--sources must be at least 1")
@@ -415,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
                              "figures": {f"{k} {a}": v for (k, a), v in REFERENCE.items()},
                              "targets": {f"{k} {a}": v for (k, a), v in TARGETS.items()}},
                **results}
-    md_out = MD_DEFAULT if args.md_out is None else (Path(args.md_out) if args.md_out else None)
+    # By default only a GPU run replaces the recorded figures; a CPU run just prints them.
+    default = MD_DEFAULT if args.device == "cuda" else None
+    md_out = default if args.md_out is None else (Path(args.md_out) if args.md_out else None)
     benchlib.write_outputs(payload, args.json_out, report(results, info, command.strip(), args),
                            md_out)
     return 1 if results.get("mismatch") else 0
