@@ -14,7 +14,8 @@ Per graph and algorithm (a *cell*), with ``device_memory`` = the vertex state pl
 - one untimed-in-the-median *first call* (it pins the pages, uploads, compiles), shown apart;
 - ``--sources`` random non-isolated sources (``--seed``; CC takes none and runs as many
   times): the median and the maximum of ``stats.call_time``, the whole public call without
-  compiling; BFS and SSSP also from the top-degree vertex, as one more row;
+  compiling; fewer (the row says how many) once the cell's runs took ``--cell-seconds``;
+  BFS and SSSP also from the top-degree vertex, as one more row;
 - PCIe traffic, an estimate: the bytes copied (``stats.bytes_h2d``) plus the edges read in
   place (pushed and pulled bottom-up, 4 bytes each, 8 for SSSP) where pages move; in passes
   over the algorithm's page bytes, and, on cuda, the median time in pass-equivalents at the
@@ -204,12 +205,15 @@ def timed_runs(graph, desc: dict, alg: str, sources: list[int | None], args, che
         cell["check"] = check_answer(graph, alg, sources[0], first.values, args.check)
         checks["seconds"] += time.perf_counter() - start
     del first
-    runs = []
+    runs, start = [], time.perf_counter()
     for source in sources:
+        if runs and time.perf_counter() - start > args.cell_seconds:
+            break  # a slow cell keeps the sources it had, so later cells still fit
         runs.append({"source": source,
                      **run_figures(run_once(graph, alg, source, args.device,
                                             budget).stats, alg)})
     cell["random"] = summarize(runs)
+    cell["sources_requested"] = len(sources)
     if get(alg).needs_source:
         res = run_once(graph, alg, desc["hub"], args.device, budget)
         cell["hub"] = summarize([{"source": desc["hub"], **run_figures(res.stats, alg)}])
@@ -301,7 +305,9 @@ def cell_rows(cell: dict, bandwidth: float | None) -> list[list[object]]:
         s = cell.get(kind)
         if s is None:
             continue
-        label = (f"{s['n']} random" if alg != "cc" else f"{s['n']} calls") \
+        of = f"{s['n']}" + (f" of {cell['sources_requested']}"
+                            if s["n"] < cell["sources_requested"] else "")
+        label = (f"{of} random" if alg != "cc" else f"{of} calls") \
             if kind == "random" else "hub"
         if all(r["resident"] for r in s["runs"]):
             label += " (resident)"  # the budget held the whole graph: nothing paged
@@ -402,6 +408,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="device memory: the vertex state plus this share of the page bytes")
     p.add_argument("--check", default="cpu", choices=("cpu", "scipy", "none"),
                    help="check the first source's answer against the CPU backend or scipy")
+    p.add_argument("--cell-seconds", type=float, default=30.0,
+                   help="a cell starts no further source once its runs took this long")
     p.add_argument("--total-limit", type=float, default=570.0,
                    help="seconds for the whole script; what no longer fits is skipped")
     p.add_argument("--reserve", type=float, default=5.0,

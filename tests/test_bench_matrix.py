@@ -58,6 +58,16 @@ def test_the_matrix_on_the_cpu(tmp_path, capsys):
     assert "Checking the answers (scipy) took" in md
 
 
+def test_a_slow_cell_keeps_the_sources_it_had(tmp_path, capsys):
+    out_json = tmp_path / "m.json"
+    bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--graphs", "rmat",
+                       "--algorithms", "bfs", "--sources", "3", "--cell-seconds", "0",
+                       "--check", "none", "--json-out", str(out_json), "--md-out", ""])
+    (cell,) = json.loads(out_json.read_text())["cells"]
+    assert cell["random"]["n"] == 1 and cell["sources_requested"] == 3
+    assert "| RMAT-8 ef16 | bfs | 1 of 3 random" in capsys.readouterr().out
+
+
 def test_the_total_limit_skips_and_says_so(tmp_path):
     out_json = tmp_path / "m.json"
     bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--graphs", "rmat",
