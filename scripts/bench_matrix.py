@@ -426,9 +426,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def require_device(device: str) -> None:
+    """Exits (status 1, with why) before any graph is built when ``--device cuda`` has no
+    usable GPU."""
+    if device != "cuda":
+        return
+    from seraph.api import cuda_status
+
+    ok, why = cuda_status()
+    if not ok:
+        sys.exit(f"bench_matrix: --device cuda but no usable GPU: {why}. Run it on a GPU host, "
+                 "or smoke-test it on the CPU backend: --device cpu --rmat-scale 10 "
+                 "--uniform-scale 10 --grid-side 32 --sources 2 --check scipy")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    bench_gpu.require_device(args.device)
+    require_device(args.device)
     benchlib.quiet()
     command = "python scripts/bench_matrix.py " + shlex.join(
         sys.argv[1:] if argv is None else argv)
