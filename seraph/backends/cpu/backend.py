@@ -19,7 +19,7 @@ from seraph.backends.caches import out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import label_from_reach, sweep_pages
-from seraph.backends.cpu.union_find import components
+from seraph.backends.cpu.union_find import trusted_components
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
@@ -115,7 +115,7 @@ class CpuBackend(HostPush):
         """Union-find over the graph's CSC, which the host holds whole: each edge is read
         once or twice (Afforest's sampling, then the rest outside the giant component)."""
         indptr, indices, _ = self.graph.csc()
-        self.values[:] = components(indptr, indices, self.graph.num_vertices)
+        self.values[:] = trusted_components(indptr, indices, self.graph.num_vertices)
 
     def label_unreached(self) -> np.ndarray:
         """The labels of :func:`~seraph.backends.cpu.pull.label_from_reach`, in place."""

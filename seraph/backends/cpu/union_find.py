@@ -61,11 +61,19 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
                sample_rounds: int = SAMPLE_ROUNDS) -> np.ndarray:
     """Connected components of a symmetric graph given as its CSC (``indptr`` int64 of
     ``num_vertices + 1``, ``indices`` int32): int32 labels, ``label[v]`` the smallest
-    vertex id in ``v``'s component."""
+    vertex id in ``v``'s component. The input is checked first (:func:`trusted_components`
+    skips that, for a store's CSC, which was checked when it was opened)."""
     _check_csc(indptr, indices, num_vertices)
     integer = isinstance(sample_rounds, int | np.integer) and not isinstance(sample_rounds, bool)
     if not (integer and sample_rounds >= 0):
         raise InputError(f"sample_rounds must be a non-negative integer, got {sample_rounds!r}")
+    return trusted_components(indptr, indices, num_vertices, sample_rounds)
+
+
+def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,
+                       sample_rounds: int = SAMPLE_ROUNDS) -> np.ndarray:
+    """:func:`components` of a CSC known to be well formed: its check reads every edge,
+    about a fifth of the run on RMAT-20."""
     parent = new_forest(num_vertices)
     for r in range(sample_rounds):
         link_edges(parent, indptr, indices, first_neighbour=r, neighbour_count=1)
