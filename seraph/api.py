@@ -25,6 +25,7 @@ from seraph.backends.layout import Layout
 from seraph.compiling import compile_seconds
 from seraph.errors import ConfigError, DeviceError, DeviceWarning, InputError
 from seraph.graph import Graph, open_graph
+from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig, Run
 from seraph.spec import Algorithm
 from seraph.stats import RunStats, Trace
@@ -152,6 +153,18 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     stats.finish(time.perf_counter() - start - stats.compile_time,
                  graph.num_edges * layout.slot_bytes // max(1, graph.page_edges))
     return values, stats, trace
+
+
+def execute_from(graph: Graph, algorithm: Algorithm, source, config: EngineConfig,
+                 predecessors: bool) -> tuple[np.ndarray, np.ndarray | None, RunStats, Trace]:
+    """Runs a single-source algorithm from ``source`` (an input vertex id); returns the
+    engine's values, the predecessors (input ids, when asked for), the stats and the trace."""
+    s = source_index(graph, source)
+    values, stats, trace = execute(graph, algorithm, s, config)
+    preds = None
+    if predecessors:
+        preds = input_ids(graph, tight_predecessors(graph, values, s, algorithm.weight_mode))
+    return values, preds, stats, trace
 
 
 def source_index(graph: Graph, source) -> int:

@@ -25,8 +25,7 @@ import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
-from seraph.api import as_graph, execute, input_ids, make_config, public_call, source_index
-from seraph.paths import predecessors as tight_predecessors
+from seraph.api import as_graph, execute_from, make_config, public_call
 from seraph.scheduler import EngineConfig
 from seraph.semiring import UNIT
 from seraph.spec import ROUNDS, Algorithm
@@ -57,11 +56,7 @@ def bfs(graph, source: int, *, predecessors: bool = False, config: EngineConfig 
     """
     g = as_graph(graph)
     config = config or make_config(**options)
-    s = source_index(g, source)
-    values, stats, trace = execute(g, SPEC, s, config)
-    preds = None
-    if predecessors:
-        preds = input_ids(g, tight_predecessors(g, values, s, SPEC.weight_mode))
+    values, preds, stats, trace = execute_from(g, SPEC, source, config, predecessors)
     levels = values  # int32 already, and ours: relabel the unreached in place (putmask:
     np.putmask(levels, levels == SPEC.inf, -1)  # boolean-index assignment is ~10x slower)
     return BFSResult(levels, preds, stats, trace)

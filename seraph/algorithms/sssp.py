@@ -29,9 +29,8 @@ import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
-from seraph.api import as_graph, execute, input_ids, make_config, public_call, source_index
+from seraph.api import as_graph, execute_from, make_config, public_call
 from seraph.errors import InputError
-from seraph.paths import predecessors as tight_predecessors
 from seraph.scheduler import EngineConfig
 from seraph.semiring import STORED
 from seraph.spec import MIN_CHANGED, Algorithm
@@ -61,11 +60,7 @@ def sssp(graph, source: int, *, predecessors: bool = False, config: EngineConfig
         raise InputError("SSSP needs edge weights but this graph is unweighted: use bfs() "
                          "for hop counts, or preprocess with --weights file|random:LO,HI")
     config = config or make_config(**options)
-    s = source_index(g, source)
-    values, stats, trace = execute(g, SPEC, s, config)
-    preds = None
-    if predecessors:
-        preds = input_ids(g, tight_predecessors(g, values, s, SPEC.weight_mode))
+    values, preds, stats, trace = execute_from(g, SPEC, source, config, predecessors)
     return SSSPResult(values, preds, stats, trace)
 
 
