@@ -111,7 +111,7 @@ def as_graph(graph) -> Graph:
 def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig
             ) -> tuple[np.ndarray, RunStats, Trace]:
     """Runs an algorithm's plan (:class:`~seraph.spec.Plan`) to convergence; returns the
-    engine's values (INF = unreached)."""
+    values as the algorithm's :class:`~seraph.spec.Output` says."""
     start, compiled_before = time.perf_counter(), compile_seconds()
     device = resolve_device(config.device)
     predictor = config.resolved_predictor(algorithm)
@@ -133,21 +133,24 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     trace = Trace(enabled=config.trace)
     plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
-    backend = backend_cls.create(config, graph, plan.algorithm, layout, table, initial_state)
-    try:
-        backend.init_values(plan.source)
-        run = Run(graph, plan.algorithm, backend, config, predictor, stats, trace)
-        stats.setup_time = time.perf_counter() - start - (compile_seconds() - compiled_before)
-        plan.drive(run)
-        done = time.perf_counter()
-        values = backend.result()
-        stats.readback_time = time.perf_counter() - done
-        stats.peak_device_memory = backend.peak_memory
-        if backend.upload_bytes:  # a resident graph's one upload
-            stats.bytes_h2d += backend.upload_bytes
-            stats.pages_transferred += graph.num_pages
-    finally:
-        backend.close()
+    with backend_cls.measuring_memory() as memory:
+        backend = backend_cls.create(config, graph, plan.algorithm, layout, table,
+                                     initial_state)
+        try:
+            backend.init_values(plan.source)
+            run = Run(graph, plan.algorithm, backend, config, predictor, stats, trace)
+            stats.setup_time = time.perf_counter() - start - \
+                (compile_seconds() - compiled_before)
+            plan.drive(run)
+            done = time.perf_counter()
+            values = backend.result(algorithm.output)
+            stats.readback_time = time.perf_counter() - done
+            if backend.upload_bytes:  # a resident graph's one upload
+                stats.bytes_h2d += backend.upload_bytes
+                stats.pages_transferred += graph.num_pages
+        finally:
+            backend.close()
+    stats.peak_device_memory = memory.peak
     # A first call compiles kernels (once per install); the run's times leave that out.
     stats.compile_time = compile_seconds() - compiled_before
     stats.finish(time.perf_counter() - start - stats.compile_time,
@@ -157,8 +160,9 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
 
 def execute_from(graph: Graph, algorithm: Algorithm, source, config: EngineConfig,
                  predecessors: bool) -> tuple[np.ndarray, np.ndarray | None, RunStats, Trace]:
-    """Runs a single-source algorithm from ``source`` (an input vertex id); returns the
-    engine's values, the predecessors (input ids, when asked for), the stats and the trace."""
+    """Runs a single-source algorithm from ``source`` (an input vertex id); returns its
+    values (as :func:`execute` does), the predecessors (input ids, when asked for), the
+    stats and the trace."""
     s = source_index(graph, source)
     values, stats, trace = execute(graph, algorithm, s, config)
     preds = None

@@ -34,6 +34,15 @@ MIN_CHANGED = "min_changed"
 
 
 @dataclass(frozen=True)
+class Output:
+    """How a public result holds an algorithm's values: its dtype (None: the values' own)
+    and what stands for an unreached vertex (None: the algorithm's infinity itself)."""
+
+    dtype: np.dtype | None = None
+    unreached: int | float | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     """How a run goes when it is not one convergence from the algorithm's own start: the
     spec the backend is built for, the source its values start from, and the body that
@@ -51,6 +60,7 @@ class Algorithm:
     strong_rule: str
     default_predictor: str
     needs_source: bool
+    output: Output = Output()
     #: ``plan(graph, layout, config)``: a :class:`Plan` for this run, or None for one
     #: convergence from :meth:`initial_frontier`.
     plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \

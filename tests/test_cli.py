@@ -55,10 +55,10 @@ def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorith
     # CC by label propagation, whose rounds move pages (union-find reads the host's CSC).
     source = (["--source", str(hub)] if ALGORITHMS[algorithm].needs_source
               else ["--components", "propagation"])
-    # 32 KiB holds the vertex state (the push frontier's lists included) and three of the
-    # eleven 4 KiB page slots.
+    # 52 KiB holds the vertex state (the push phase's lists and the device's scratch
+    # included) and three of the eleven 4 KiB page slots.
     code = main(["run", algorithm, str(rmat_store), *source, "--device", device,
-                 "--gpu-memory", "32KiB", "--push-alpha", "0", "--validate", "--json",
+                 "--gpu-memory", "52KiB", "--push-alpha", "0", "--validate", "--json",
                  "--output", str(out), "--trace", str(trace)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["validation"] == "ok" and report["stats"]["device"] == device
@@ -331,7 +331,7 @@ def test_source_options_exclude_each_other(rmat_store, capsys):
 # -- long runs talk ----------------------------------------------------------------------------
 def test_verbose_run_prints_a_line_per_round(rmat_store, capsys, device):
     assert main(["run", "bfs", str(rmat_store), "--source", "1", "--device", device,
-                 "--gpu-memory", "32KiB", "--json", "-v"]) == 0
+                 "--gpu-memory", "52KiB", "--json", "-v"]) == 0
     out, err = capsys.readouterr()
     stats = json.loads(out)["stats"]
     lines = re.findall(r"^round (\d+) (dense|push|bottom-up)(?:  frontier [\d,]+)?  "

@@ -126,7 +126,7 @@ def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
     for alpha in (0.0, 20.0):
         spread.clear()
         got = seraph.connected_components(graph, device="cuda", device_memory=memory,
-                                          push_alpha=alpha).labels
+                                          push_alpha=alpha, components="propagation").labels
         np.testing.assert_array_equal(got, want)
         assert len(spread) == 1
         if capacity:
@@ -221,7 +221,9 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     """Bottom-up rounds read the host's CSC in place, 32 edges at a time in chunks aligned
     in memory (kernels/pull.cu, pull_tiles). Rows of every length (none, one, within a
     chunk, across several, hubs cut into chunks) and arrays starting anywhere give the
-    CPU's answers, in rounds that pull every open vertex (the edge limit lifted)."""
+    CPU's answers, in rounds that pull every open vertex (the edge limit lifted). Pushes
+    hand over after a round (a push limit below one edge), so that the rounds after are
+    dense or bottom-up; CC by propagation, which has such rounds."""
     from partitioner.generators import gap_weights, rmat
     from seraph.backends.cuda import backend as cuda_backend
 
@@ -241,9 +243,10 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     monkeypatch.setattr(cuda_backend, "BOTTOM_UP_SHARE", 1.0)
     hub = int(np.argmax(graph.out_degrees()))
     for budget in budgets(graph, False):
-        opts = dict(device_memory=budget, predictor="strong", push_alpha=20.0)
+        opts = dict(device_memory=budget, predictor="strong", push_alpha=1e9)
         for call, field in ((lambda **o: seraph.bfs(graph, hub, **o), "levels"),
-                            (lambda **o: seraph.connected_components(graph, **o), "labels"),
+                            (lambda **o: seraph.connected_components(
+                                graph, components="propagation", **o), "labels"),
                             (lambda **o: seraph.sssp(graph, hub, **o), "distances")):
             want = getattr(call(device="cpu", **opts), field)
             got = call(device="cuda", **opts)

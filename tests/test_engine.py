@@ -147,18 +147,12 @@ class Config:
 
 
 def budget(graph: Graph, slots: int, weak: bool, algorithm: str, strong: bool = False) -> int:
-    """Bytes for the vertex state plus ``slots`` page slots: per vertex a value (4),
-    changed flag (1), weak state (1) and, for SSSP under the strong predictor, the lightest
-    in-edge (1); the CSC indptr and, for a directed graph, the CSR one (8 (n + 1) each); an
-    epoch (8) per source block; and the push frontier's two int32 lists and int64 offsets
-    for every vertex of these small graphs (+ 1 offset). A slot holds a page's indices (4
-    bytes an edge), and its weights (4) for SSSP only."""
-    n, blocks = graph.num_vertices, Layout.plan(graph, weak, None).num_blocks
-    indptrs = 1 if graph.symmetric else 2
+    """Bytes for the vertex state (:class:`Layout`'s, which test_api_errors checks term by
+    term) plus ``slots`` page slots: a slot holds a page's indices (4 bytes an edge), and
+    its weights (4) for SSSP only."""
     weights = algorithm == "sssp" and graph.weighted
-    lightest = weights and strong
-    state = n * (4 + 1 + weak + lightest) + indptrs * 8 * (n + 1) + blocks * 8 + 16 * n + 8
-    return state + slots * graph.page_edges * (8 if weights else 4)
+    layout = Layout.plan(graph, weak, None, weights=weights, lightest=weights and strong)
+    return layout.state_bytes + slots * layout.slot_bytes
 
 
 def solve(algorithm: str, graph: Graph, source: int, options: dict, predecessors=False):

@@ -65,20 +65,20 @@ def test_name_expressions_cover_each_kernel_and_value_type():
     with pytest.raises(TypeError, match="built for"):
         interface.name_expression("pull_window", np.dtype(np.uint8))
     with pytest.raises(TypeError, match="built for"):
-        interface.name_expression("frontier_ends", np.dtype(np.int32))
+        interface.name_expression("label_from_reach", np.dtype(np.int32))
 
 
 def test_packer_orders_and_types_the_arguments():
     value_type = np.dtype(np.float32)
     args, want = {}, []
-    for i, p in enumerate(interface.params("push_frontier")):
+    for i, p in enumerate(interface.params("push_loop")):
         dtype = value_type if p.base == "V" else np.dtype(interface.SCALARS[p.base])
         if p.pointer:
             args[p.name] = np.zeros(1, dtype)
         else:
             args[p.name] = i  # a Python int: cupy would pass it as an int64
         want.append((args[p.name], dtype))
-    pack = interface.packer("push_frontier", value_type)
+    pack = interface.packer("push_loop", value_type)
     got = pack(dict(reversed(args.items())))  # the order of the names does not matter
     assert len(got) == len(want)
     for arg, (given, dtype) in zip(got, want, strict=True):
@@ -86,7 +86,7 @@ def test_packer_orders_and_types_the_arguments():
             assert arg is given
         else:
             assert arg.dtype == dtype and arg == given
-    states = [p.name for p in interface.params("push_frontier")].index("states")
+    states = [p.name for p in interface.params("push_loop")].index("states")
     assert pack(dict(args, states=None))[states] is None  # NULL
     with pytest.raises(TypeError, match=r"missing \['epoch'\]"):
         pack({k: v for k, v in args.items() if k != "epoch"})

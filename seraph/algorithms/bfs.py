@@ -28,10 +28,11 @@ from seraph.algorithms.verify import compare
 from seraph.api import as_graph, execute_from, make_config, public_call
 from seraph.scheduler import EngineConfig
 from seraph.semiring import UNIT
-from seraph.spec import ROUNDS, Algorithm
+from seraph.spec import ROUNDS, Algorithm, Output
 from seraph.stats import RunStats, Trace
 
-SPEC = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True)
+SPEC = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True,
+                 output=Output(unreached=-1))
 
 
 @dataclass
@@ -56,9 +57,7 @@ def bfs(graph, source: int, *, predecessors: bool = False, config: EngineConfig 
     """
     g = as_graph(graph)
     config = config or make_config(**options)
-    values, preds, stats, trace = execute_from(g, SPEC, source, config, predecessors)
-    levels = values  # int32 already, and ours: relabel the unreached in place (putmask:
-    np.putmask(levels, levels == SPEC.inf, -1)  # boolean-index assignment is ~10x slower)
+    levels, preds, stats, trace = execute_from(g, SPEC, source, config, predecessors)
     return BFSResult(levels, preds, stats, trace)
 
 

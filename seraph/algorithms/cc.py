@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse.csgraph as csgraph
+from numba import njit, prange
 
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
@@ -47,7 +48,7 @@ from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
 from seraph.scheduler import EngineConfig, Run
 from seraph.semiring import ZERO
-from seraph.spec import MIN_CHANGED, Algorithm, Plan
+from seraph.spec import MIN_CHANGED, Algorithm, Output, Plan
 from seraph.stats import RunStats, Trace
 
 #: CC's first phase when pages move: the hub's component, found as BFS finds its levels.
@@ -100,7 +101,8 @@ def plan(graph, layout, config: EngineConfig) -> Plan | None:
     return hub_plan(graph, layout, config)
 
 
-SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False, plan=plan)
+SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False,
+                 output=Output(dtype=np.dtype(np.int64)), plan=plan)
 
 
 @dataclass
@@ -130,10 +132,19 @@ def connected_components(graph, *, config: EngineConfig | None = None,
         raise InputError(f"connected components need an undirected (symmetric) graph but "
                          f"{remedy} to get its weakly connected components")
     config = config or make_config(**options)
-    values, stats, trace = execute(g, SPEC, None, config)
-    # Each component is labelled by its smallest vertex, the one vertex that keeps its own id.
-    roots = int(np.count_nonzero(values == np.arange(len(values), dtype=values.dtype)))
-    return CCResult(input_ids(g, values.astype(np.int64)), roots, stats, trace)
+    labels, stats, trace = execute(g, SPEC, None, config)
+    return CCResult(input_ids(g, labels), own_labels(labels), stats, trace)
+
+
+@njit(cache=True, parallel=True)
+def own_labels(labels: np.ndarray) -> int:
+    """The components: each is labelled by its smallest vertex, the one vertex that keeps
+    its own id (counted on every thread, as the labels were made)."""
+    count = 0
+    for v in prange(len(labels)):
+        if labels[v] == v:
+            count += 1
+    return count
 
 
 

@@ -8,14 +8,18 @@ and :mod:`seraph.backends.cuda` (docs/design.md, "Architecture").
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from seraph.backends.caches import graph_lightest_in
 from seraph.backends.layout import Layout
+from seraph.backends.output import output_values
 from seraph.lightest import NO_BOUND, LightestIn
+from seraph.spec import Output
 
 
 @dataclass
@@ -34,6 +38,13 @@ class SweepResult:
                            self.skipped_weak + other.skipped_weak,
                            min(self.minimum, other.minimum), self.sweeps + other.sweeps,
                            other.last_pass_pages)
+
+
+@dataclass
+class PeakMemory:
+    """The most device memory a run held (bytes); filled while the run lasts."""
+
+    peak: int = 0
 
 
 @dataclass
@@ -66,9 +77,7 @@ class Backend(ABC):
     """
 
     name = "abstract"  #: what the run's stats call the device
-    #: Memory accounting, read when the run is over: the most device memory the run held,
-    #: and the bytes of a one-time upload of the whole graph (0: its pages moved by slot).
-    peak_memory: int = 0
+    #: The bytes of a one-time upload of the whole graph (0: its pages moved by slot).
     upload_bytes: int = 0
 
     def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
@@ -85,6 +94,13 @@ class Backend(ABC):
         """The backend for a run under ``config`` (an :class:`~seraph.scheduler.EngineConfig`;
         a backend takes the options that concern it)."""
         return cls(graph, algorithm, layout, table, initial_state)
+
+    @classmethod
+    @contextlib.contextmanager
+    def measuring_memory(cls) -> Iterator[PeakMemory]:
+        """Around a whole run (the backend's creation to its close): the most device memory
+        in use meanwhile (none on a device that is the host's memory)."""
+        yield PeakMemory()
 
     @classmethod
     def default_budget(cls, graph) -> int | None:
@@ -171,9 +187,11 @@ class Backend(ABC):
         """The values in host memory, for the push engine: the backend's own array, which
         the next call overwrites."""
 
-    def result(self) -> np.ndarray:
-        """The final values, in a host array the caller owns (the run is over)."""
-        return self.host_values()
+    def result(self, output: Output) -> np.ndarray:
+        """The final values as ``output`` says (the public algorithm's), in a host array
+        the caller owns (the run is over: the backend's own host values may be it)."""
+        return output_values(self.host_values(), self.algorithm.inf, output.dtype,
+                             output.unreached, fresh=False)
 
     @abstractmethod
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:

@@ -141,14 +141,3 @@ def label_from_reach(values, out_degrees, inf):
         spreads[v] = unreached and out_degrees[v] > 0
         values[v] = v if unreached else smallest
     return np.nonzero(spreads)[0]
-
-
-@njit(cache=True, parallel=True)
-def copy_parallel(dst, src):
-    """``dst[:] = src`` on every thread: into fresh pageable memory a copy is bound by
-    first-touch page faults, which many threads take in parallel (7x faster than np.copyto
-    on 16 cores for 268 MB)."""
-    chunks = max(1, min(len(src) >> 16, 1024))
-    for c in prange(chunks):
-        lo, hi = len(src) * c // chunks, len(src) * (c + 1) // chunks
-        dst[lo:hi] = src[lo:hi]

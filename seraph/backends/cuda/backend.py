@@ -26,24 +26,29 @@ leave the device. ``push_on="host"`` hands push rounds to the CPU push engine in
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import weakref
+from collections.abc import Iterator
 
 import cupy as cp
 import cupyx
 import numpy as np
 
 from seraph.backends.activity import PUSH_ALPHA, blocks_of
-from seraph.backends.base import BottomUpResult, PushOutcome, SweepResult
+from seraph.backends.base import BottomUpResult, PeakMemory, PushOutcome, SweepResult
 from seraph.backends.caches import graph_cached, graph_hub_chunks, hand_back, take_pooled
 from seraph.backends.cpu.host_push import HostPush
-from seraph.backends.cpu.pull import copy_parallel
+from seraph.backends.cpu.push import default_delta
 from seraph.backends.cpu.union_find import SAMPLE_ROUNDS, giant_sample, most_common
 from seraph.backends.cuda.kernels import interface
-from seraph.backends.layout import frontier_capacity
+from seraph.backends.layout import MAX_PUSH_BLOCKS, frontier_capacity
+from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
+from seraph.semiring import STORED
+from seraph.spec import Output
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
@@ -87,6 +92,10 @@ class _Kernel:
 @functools.cache
 def _kernel(name: str, value_type=None, cooperative: bool = False) -> _Kernel:
     return _Kernel(name, None if value_type is None else np.dtype(value_type), cooperative)
+
+
+#: values[i] = i, written in place.
+_iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
 
 
 def _co_resident_blocks(kernel) -> int:
@@ -239,14 +248,32 @@ class CudaBackend(HostPush):
         return cls(*args, push_on=config.push_on)
 
     @classmethod
+    @contextlib.contextmanager
+    def measuring_memory(cls) -> Iterator[PeakMemory]:
+        """The peak of the bytes in use in cupy's memory pool, which every device
+        allocation of a run goes through (the graph's arrays cached on the device and
+        every temporary included), sampled at each allocation."""
+        pool, memory = cp.get_default_memory_pool(), PeakMemory()
+
+        def malloc(size: int) -> cp.cuda.MemoryPointer:
+            pointer = pool.malloc(size)
+            memory.peak = max(memory.peak, pool.used_bytes())
+            return pointer
+
+        memory.peak = pool.used_bytes()
+        with cp.cuda.using_allocator(malloc):
+            yield memory
+
+    @classmethod
     def default_budget(cls, graph) -> int:
         return default_budget(graph)
 
     def default_push_alpha(self) -> float:
-        """:data:`~seraph.backends.activity.PUSH_ALPHA`, except when the device holds the
-        whole graph: there a dense round over the active pages costs about a millisecond,
-        less than taking the values to the host and back, so it never pushes."""
-        return 0.0 if self.layout.resident else PUSH_ALPHA
+        """:data:`~seraph.backends.activity.PUSH_ALPHA`, resident or not: the push loop
+        (kernels/push.cu) reads the frontier's out-edges where they are, the device's own
+        copy or the host's pinned CSR, and a high-diameter graph's thousands of small
+        levels cost a dense round each without it."""
+        return PUSH_ALPHA
 
     def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
         """A share of all edges (:data:`BOTTOM_UP_SHARE`): the round reads the unsettled
@@ -262,13 +289,18 @@ class CudaBackend(HostPush):
                  push_on: str = "device"):
         super().__init__(graph, algorithm, layout, table, initial_state)
         self.push_on = push_on
-        _indptr, indices, weights = graph.csc()
+        csc_indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
         dtype = algorithm.dtype
         self._kernel = _kernel("pull_window", dtype)
         self._bottom_up_kernel = _kernel("pull_unsettled", dtype)
-        self._push_kernel = _kernel("push_frontier", dtype)
-        self._ends_kernel = _kernel("frontier_ends")
+        self._push_loop = _kernel("push_loop", dtype, cooperative=True)
+        self._push_grid = min(MAX_PUSH_BLOCKS, _co_resident_blocks(self._push_loop.function))
+        # Near-far's bucket width for stored weights (the CPU engine's delta-stepping
+        # width); unit and zero weights push in plain rounds, already in order.
+        self._delta = dtype.type(
+            graph_cached(graph, "push_delta", lambda: default_delta(csc_indptr, weights))
+            if algorithm.weight_mode == STORED and weights is not None else algorithm.inf)
         self._persistent = _kernel("pull_persistent", dtype, cooperative=True)
         self._persistent_grid = _co_resident_blocks(self._persistent.function)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
@@ -308,15 +340,21 @@ class CudaBackend(HostPush):
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
-            # The push frontier's lists (the current one and the next) and edge offsets.
+            # The push phase's lists (near, next near, far, next far; kernels/push.cu),
+            # the near list's edge offsets and a word per block of the loop's scan.
             self._capacity = frontier_capacity(n)
-            self._lists = [cp.empty(self._capacity, dtype=cp.int32) for _ in range(2)]
+            self._near = [cp.empty(self._capacity, dtype=cp.int32) for _ in range(2)]
+            self._far = [cp.empty(self._capacity, dtype=cp.int32) for _ in range(2)]
             self._ends = cp.zeros(self._capacity + 1, dtype=cp.int64)
+            self._block_sums = cp.zeros(max(1, self._push_grid), dtype=cp.int64)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._no_codes = cp.zeros(1, dtype=cp.uint8)
-            self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
-                if self.lightest.unit > 0 else self._no_codes
+            if self.lightest.unit > 0:
+                self._light_codes = device_graph.hold_lightest(self.lightest.codes)
+            else:  # a run that does not read SSSP's bytes leaves them no room
+                device_graph.lightest = None
+                self._light_codes = self._no_codes
             # select.cu's rule for the changed flags: a flag above 0.
             self._flag_set = {"threshold": 0, "light_codes": self._no_codes, "light_unit": 0}
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
@@ -341,7 +379,6 @@ class CudaBackend(HostPush):
         self._base_event.record(self.copy_stream)
         self._base_event.synchronize()
         self._base_time = time.perf_counter()
-        self.peak_memory = cp.get_default_memory_pool().total_bytes()
 
     # -- pages ----------------------------------------------------------------------------
     def load(self, slot: int, page: int) -> None:
@@ -415,6 +452,13 @@ class CudaBackend(HostPush):
         self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
         self._window = tuple(_STATUS + i * (w + 1) for i in range(_WINDOW_ARRAYS))
         self._window_views = tuple(io[a:a + w + 1] for a in self._window)
+        # The push loop's (kernels/push.cu): list ends [0, 4), result [4, 12), the smallest
+        # values [12, 14) (four of the value type), fresh from a pinned template.
+        self._loop_io = cp.zeros(14, dtype=cp.int64)
+        self._loop_host = cupyx.empty_pinned(14, dtype=np.int64)
+        self._fresh_loop = cupyx.empty_pinned(14, dtype=np.int64)
+        self._fresh_loop[:] = 0
+        self._fresh_loop[12:14].view(dtype)[:] = self.algorithm.inf
 
     def _launch(self, slots, pages, predictor, threshold, epoch, persistent) -> SweepResult:
         """One sweep, or with ``persistent = (max_sweeps, incoming slot or -1, expected
@@ -468,13 +512,18 @@ class CudaBackend(HostPush):
 
     def _read_status(self) -> np.ndarray:
         """After a launch: its status block and the block epochs, in one wait."""
+        return self._read_back(self._io[:_STATUS], self._status)
+
+    def _read_back(self, status: cp.ndarray, host: np.ndarray) -> np.ndarray:
+        """After a launch: ``status`` into the pinned ``host`` and the block epochs into
+        their mirror, in one wait."""
         stream = self.compute_stream
-        _memcpy(self._status.ctypes.data, self._io.data.ptr, _STATUS * 8,
+        _memcpy(host.ctypes.data, status.data.ptr, host.nbytes,
                 cp.cuda.runtime.memcpyDeviceToHost, stream)
         _memcpy(self._epochs.ctypes.data, self.block_epoch.data.ptr, self._epochs.nbytes,
                 cp.cuda.runtime.memcpyDeviceToHost, stream)
         stream.synchronize()
-        return self._status
+        return host
 
     def _blocks(self, threads: int, most: int | None = None) -> int:
         """Blocks of ``_THREADS`` for ``threads`` threads (a grid-stride loop takes the
@@ -557,7 +606,7 @@ class CudaBackend(HostPush):
                 self.values.fill(alg.inf)
                 self.values[source] = 0
             else:
-                self.values[:] = cp.arange(len(self.values), dtype=alg.dtype)
+                _iota(self.values)  # in place: cp.arange would hold a second copy
 
     def host_values(self) -> np.ndarray:
         # Pinned, so the values cross at full PCIe speed; allocating 268 MB of pinned memory
@@ -569,16 +618,15 @@ class CudaBackend(HostPush):
         self.values.get(stream=self.compute_stream, out=host)
         return host
 
-    def result(self) -> np.ndarray:
+    def result(self, output: Output) -> np.ndarray:
         # The caller gets a fresh pageable array (pinned memory is too scarce to hand out),
-        # filled from the pinned buffer by every host thread: a copy straight into pageable
-        # memory runs at about 2 GB/s, 124 ms for 67 M values, against 5 ms to the pinned
-        # buffer and 14 ms from there (H100 host, 16 cores).
+        # converted from the pinned buffer by every host thread: a copy straight into
+        # pageable memory runs at about 2 GB/s, 124 ms for 67 M values, against 5 ms to the
+        # pinned buffer and 14 ms from there (H100 host, 16 cores).
         staged = self.host_values()
         self.compute_stream.synchronize()
-        out = np.empty_like(staged)
-        copy_parallel(out, staged)
-        return out
+        return output_values(staged, self.algorithm.inf, output.dtype, output.unreached,
+                             fresh=True)
 
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         # Only the push engine's changes cross back over PCIe.
@@ -648,7 +696,7 @@ class CudaBackend(HostPush):
         count, edges = self._count_selected(self.changed, self._flag_set, self._out_indptr)
         vertices = None
         if edges < edge_limit and count <= self._capacity:
-            vertices = self._lists[0][:count]
+            vertices = self._far[0][:count]  # where the push loop's frontier starts
             self._list_selected(self.changed, self._flag_set, vertices)
         with self.compute_stream:
             self.changed.fill(0)
@@ -656,69 +704,45 @@ class CudaBackend(HostPush):
 
     # -- push rounds ----------------------------------------------------------------------
     def push(self, frontier, edge_limit: float, epoch: int) -> PushOutcome:
-        """Push rounds on the device (kernels/push.cu), or, with ``push_on="host"`` or a
+        """A sparse phase's push rounds in one cooperative launch (kernels/push.cu), near-far
+        for SSSP; or, with ``push_on="host"``, a device without cooperative launches or a
         starting frontier larger than the device's lists, the CPU push engine's."""
         on_device = isinstance(frontier, cp.ndarray)
-        if self.push_on == "host" or (not on_device and len(frontier) > self._capacity):
+        if self.push_on == "host" or not self._push_grid or \
+                (not on_device and len(frontier) > self._capacity):
             vertices = frontier.get(stream=self.compute_stream) if on_device else \
                 np.asarray(frontier)
             return super().push(np.sort(vertices).astype(np.int64), edge_limit, epoch)
-        current, nxt = self._lists
-        count = len(frontier)
+        start, count, stream = self._far[0], len(frontier), self.compute_stream
         if not on_device:
-            current[:count].set(np.asarray(frontier, dtype=np.int32),
-                                stream=self.compute_stream)
-        elif frontier.data.ptr != current.data.ptr:  # take_changed lists into current
-            with self.compute_stream:
-                current[:count] = frontier
-        rounds = edges = succeeded = 0
-        total = self._frontier_ends(current, count)
-        while True:
-            count, minimum = self._push_round(current, count, total, nxt, epoch)
-            rounds, edges, succeeded = rounds + 1, edges + total, succeeded + count
-            current, nxt = nxt, current
-            if not count or count > self._capacity:
-                break  # converged, or more waiting than listed: a dense round takes them
-            total = self._frontier_ends(current, count)
-            if total >= edge_limit:
-                break
-        self._lists = [current, nxt]
-        waiting = current[:min(count, self._capacity)]
-        return PushOutcome(waiting, rounds, edges, succeeded, minimum)
-
-    def _frontier_ends(self, frontier: cp.ndarray, count: int) -> int:
-        """Fills ``_ends`` with the out-edge prefix sums of ``frontier[:count]``; returns
-        their total."""
-        ends = self._ends[:count + 1]
-        with self.compute_stream:
-            self._ends_kernel(self._blocks(count), frontier=frontier, count=count,
-                              out_indptr=self._out_indptr, ends=ends)
-            cp.cumsum(ends[1:], out=ends[1:])
-        _memcpy(self._totals_host.ctypes.data, ends.data.ptr + count * 8, 8,
-                cp.cuda.runtime.memcpyDeviceToHost, self.compute_stream)
-        self.compute_stream.synchronize()
-        return int(self._totals_host.view(np.int64)[0])
-
-    def _push_round(self, frontier: cp.ndarray, count: int, total: int, nxt: cp.ndarray,
-                    epoch: int):
-        """One push round over the ``total`` out-edges of ``frontier[:count]`` (its
-        ``_ends`` filled); lists the vertices it lowers into ``nxt`` and returns (their
-        count, the smallest value it wrote). The claims are cleared again."""
-        alg = self.algorithm
-        stream = self.compute_stream
+            start[:count].set(np.asarray(frontier, dtype=np.int32), stream=stream)
+        elif frontier.data.ptr != start.data.ptr:  # take_changed lists into _far[0]
+            with stream:
+                start[:count] = frontier
+        alg, io = self.algorithm, self._loop_io
+        _memcpy(io.data.ptr, self._fresh_loop.ctypes.data, self._fresh_loop.nbytes,
+                cp.cuda.runtime.memcpyHostToDevice, stream)
         with stream:
-            self._io[:_STATUS].set(self._fresh_status, stream=stream)
-            self._push_kernel(
-                self._blocks(total), frontier=frontier, count=count, ends=self._ends,
-                out_indptr=self._out_indptr, **self._edges(*self._out_edges_on_device()),
-                claimed=self._changed_words, next=nxt, capacity=self._capacity,
+            self._push_loop(
+                self._push_grid, near_a=self._near[0], near_b=self._near[1],
+                far_a=self._far[0], far_b=self._far[1], count=count, capacity=self._capacity,
+                ends=self._ends, block_sums=self._block_sums, out_indptr=self._out_indptr,
+                **self._edges(*self._out_edges_on_device()), delta=self._delta,
+                edge_limit=min(edge_limit, 1 << 62), claimed=self._changed_words,
                 states=self.states if self.table is not None else None,
                 initial_state=self.initial_state, block_epoch=self.block_epoch,
-                block_shift=self.layout.block_shift, epoch=epoch, claims=self._counters,
-                min_written=self._minimum)
+                block_shift=self.layout.block_shift, epoch=epoch,
+                counters=io[0:4].view(cp.uint64), mins=io[12:14].view(alg.dtype),
+                result=io[4:12])
             self.changed.fill(0)
-        status = self._read_status()
-        return int(status[0]), status[4:5].view(alg.dtype)[0]
+        host = self._read_back(io, self._loop_host)
+        rounds, edges, lowered, near, far, nq, fq, overflow = (int(x) for x in host[4:12])
+        mins = host[12:14].view(alg.dtype)
+        # Unlisted waiting vertices were written in the phase: its smallest write bounds them.
+        minimum = min(mins[1], mins[2]) if overflow else mins[1]
+        cap = self._capacity
+        waiting = self._near[nq][:min(near, cap)] if near else self._far[fq][:min(far, cap)]
+        return PushOutcome(waiting, rounds, edges, lowered, minimum)
 
     def _out_edges_on_device(self) -> tuple[cp.ndarray, cp.ndarray]:
         """The CSR's indices and weights as the push kernel reads them: a symmetric graph's
@@ -753,4 +777,10 @@ class CudaBackend(HostPush):
             self._host = None
         self.copy_stream.synchronize()
         self.compute_stream.synchronize()
-        self.peak_memory = max(self.peak_memory, cp.get_default_memory_pool().total_bytes())
+        # The run's parts refer to each other, so the run, and this backend with it, lives
+        # on until the garbage collector finds it: the device arrays go back to the pool
+        # now, or the next run would find less room than its budget says.
+        for name, value in list(vars(self).items()):
+            if isinstance(value, cp.ndarray) or isinstance(value, list | tuple) and \
+                    any(isinstance(v, cp.ndarray) for v in value):
+                setattr(self, name, None)

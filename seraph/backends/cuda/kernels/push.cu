@@ -1,39 +1,153 @@
-// Push rounds for the CUDA backend's sparse phases (the device counterpart of
-// seraph/push.py's rounds): every out-edge (u -> v) of the frontier relaxes
+// Push rounds for the CUDA backend's sparse phases, all of them in one cooperative launch:
+// the frontier, its edge offsets and the decisions between rounds stay on the device, and
+// the host waits once per sparse phase, not once per round. On a grid or a road network a
+// BFS has thousands of levels, and a round trip to the host per level cost more than the
+// level's work (docs/engine.md, "Sparse phases on the device").
+//
+// Every out-edge (u -> v) of the frontier relaxes
 //
 //     value[v] = min(value[v], value[u] + w(u, v))
 //
-// and the vertices a round lowers are the next frontier. The out-edges are read where they
-// are: the host's pinned CSR mapped into the device's address space (zero-copy), or the
-// device's own copy of a resident symmetric graph. A round is edge-balanced, so a hub's
-// million out-edges are spread over the grid, not left to one warp: `ends` holds the
-// frontier's out-degree prefix sums (frontier_ends, then a scan), and the thread taking
+// and the vertices a round lowers are the next frontier. With a finite `delta` (SSSP) the
+// rounds are near-far (A. Davidson, S. Baxter, M. Garland, J. Owens. Work-efficient
+// parallel GPU methods for single-source shortest paths. IPDPS 2014), a two-bucket
+// delta-stepping: a lowered vertex whose value is at most `split` joins the next round,
+// one above it waits in the far list; when no near vertex is left, split moves to the
+// smallest waiting value plus delta and the far vertices up to it come near. Pushing only
+// vertices that are (nearly) final keeps a weighted grid from re-pushing each vertex
+// dozens of times, as unordered Bellman-Ford rounds do. Exactness does not depend on the
+// order: every lowered vertex is listed near or far, and the loop ends only when both
+// lists are empty, so every vertex pushes its final value.
+//
+// The out-edges are read where they are: the host's pinned CSR mapped into the device's
+// address space (zero-copy), or the device's own copy of a resident symmetric graph. A
+// round is edge-balanced, so a hub's million out-edges are spread over the grid: `ends`
+// holds the near list's out-degree prefix sums (a grid-wide scan), and the thread taking
 // round edge e finds its vertex by binary search, so consecutive threads read consecutive
 // edges of a row (coalesced reads over PCIe).
 //
-// A lowered vertex is claimed once per round by setting its byte in `claimed` (the
-// backend's changed flags, all zero between rounds) with a word-wide atomicOr, and listed
-// with one append per warp. The list holds `capacity` vertices; claims beyond it are
-// counted, not listed, and the backend hands such a round back to a dense one. A lowered
-// vertex also gets its block marked and its weak predictor state reset, as a pull's
-// success does, and the round's smallest written value is kept: every vertex still
-// waiting holds one of the round's writes, so it is the waiting vertices' minimum.
+// A vertex is listed once per list: its byte in `claimed` (the backend's changed flags,
+// all zero when a phase starts) holds NEAR_BIT while it is in the next near list and
+// FAR_BIT while it is in the far list, set by a word-wide atomicOr; each list has room for
+// `capacity` vertices, and appends beyond it are counted, not listed: the phase then ends
+// and a dense round takes over. A lowered vertex also gets its block marked and its weak
+// predictor state reset, as a pull's success does.
+//
+// The phase ends when both lists are empty (converged), when a list overflows, or, after
+// at least one round, when the near list has `edge_limit` out-edges or more. `result` then
+// holds: rounds, edges relaxed, vertices lowered, near and far vertices waiting, which
+// buffer holds each list, and whether a list overflowed; `mins` the smallest waiting value
+// (the strong rule's threshold: every later update descends from a waiting vertex).
+//
+// The kernels' parameters (PUSH_LOOP_PARAMS) and OWES come from the header that
+// seraph/backends/cuda/kernels/interface.py writes in front of this file.
 
-// The kernels' parameters (FRONTIER_ENDS_PARAMS, PUSH_FRONTIER_PARAMS) and OWES come from
-// the header that seraph/backends/cuda/kernels/interface.py writes in front of this file.
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
 
-// out-degree of each frontier vertex into ends[1..count]; ends[0] = 0.
-__global__ void frontier_ends(FRONTIER_ENDS_PARAMS) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (first == 0) ends[0] = 0;
-    for (long long i = first; i < count; i += stride) {
-        const int u = frontier[i];
-        ends[i + 1] = out_indptr[u + 1] - out_indptr[u];
-    }
+#define NEAR_BIT 1u
+#define FAR_BIT 2u
+#define ALL_LANES 0xffffffffu
+
+__device__ __forceinline__ int add_value(int a, int b) { return a + b; }
+
+// Sets `bit` of v's flag byte; true when this thread set it.
+__device__ __forceinline__ bool claim(unsigned int* claimed, int v, unsigned bit) {
+    const unsigned int word_bit = bit << (8 * (v & 3));
+    return !(atomicOr(&claimed[v >> 2], word_bit) & word_bit);
 }
 
-// The frontier position owning round edge e: the last i with ends[i] <= e.
+__device__ __forceinline__ unsigned char& flag(unsigned int* claimed, int v) {
+    return reinterpret_cast<unsigned char*>(claimed)[v];
+}
+
+// Reads a word another block wrote before the last grid sync, past this SM's L1.
+template <typename T>
+__device__ __forceinline__ T fresh(const T* p) {
+    return *(volatile const T*)p;
+}
+
+// Appends v (where `want`) to `list`, one atomic per warp; every lane of the warp calls it.
+__device__ __forceinline__ void append(bool want, int v, unsigned long long* end, int* list,
+                                       long long capacity) {
+    const unsigned ballot = __ballot_sync(ALL_LANES, want);
+    if (!ballot) return;
+    const int lane = threadIdx.x & 31;
+    unsigned long long base = 0;
+    if (lane == 0) base = atomicAdd(end, (unsigned long long)__popc(ballot));
+    base = __shfl_sync(ALL_LANES, base, 0);
+    const unsigned long long at = base + __popc(ballot & ((1u << lane) - 1));
+    if (want && at < (unsigned long long)capacity) list[at] = v;
+}
+
+// The inclusive prefix sum of x over the block, and the block's total.
+__device__ long long block_scan(long long x, long long& total) {
+    __shared__ long long warp_sums[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(ALL_LANES, x, d);
+        if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        long long s = lane < warps ? warp_sums[lane] : 0;
+        for (int d = 1; d < 32; d <<= 1) {
+            const long long y = __shfl_up_sync(ALL_LANES, s, d);
+            if (lane >= d) s += y;
+        }
+        if (lane < warps) warp_sums[lane] = s;
+    }
+    __syncthreads();
+    if (warp > 0) x += warp_sums[warp - 1];
+    total = warp_sums[warps - 1];
+    __syncthreads();  // warp_sums is read before the next call writes it
+    return x;
+}
+
+// The smallest x over the block, folded into *out with one atomic.
+template <typename V>
+__device__ void block_min_into(V x, V* out, V inf) {
+    __shared__ V warp_mins[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    x = group_min(x, 32, ALL_LANES);
+    if (lane == 0) warp_mins[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        x = group_min(lane < warps ? warp_mins[lane] : inf, 32, ALL_LANES);
+        if (lane == 0 && less_value(x, inf)) atomic_min_value(out, x);
+    }
+    __syncthreads();
+}
+
+// ends[i + 1] = out-edges of list[0..i]; returns their total. Each block scans a contiguous
+// chunk, then adds the totals of the chunks before it.
+__device__ long long scan_out_degrees(cg::grid_group& grid, const int* list, long long count,
+                                      const long long* out_indptr, long long* ends,
+                                      long long* block_sums) {
+    const long long chunk = (count + gridDim.x - 1) / gridDim.x;
+    const long long lo = min(count, blockIdx.x * chunk), hi = min(count, lo + chunk);
+    long long carry = 0, tile;
+    for (long long base = lo; base < hi; base += blockDim.x) {
+        const long long i = base + threadIdx.x;
+        long long degree = 0;
+        if (i < hi) degree = out_indptr[list[i] + 1] - out_indptr[list[i]];
+        const long long prefix = block_scan(degree, tile);
+        if (i < hi) ends[i + 1] = carry + prefix;
+        carry += tile;
+    }
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = carry;
+    grid.sync();
+    long long mine = 0, before;
+    for (int b = threadIdx.x; b < blockIdx.x; b += blockDim.x) mine += fresh(&block_sums[b]);
+    block_scan(mine, before);
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) ends[i + 1] += before;
+    if (grid.thread_rank() == 0) ends[0] = 0;
+    grid.sync();
+    return fresh(&ends[count]);
+}
+
+// The near list position owning round edge e: the last i with ends[i] <= e.
 __device__ __forceinline__ long long owner(const long long* ends, long long count, long long e) {
     long long lo = 0, hi = count - 1;
     while (lo < hi) {
@@ -44,26 +158,35 @@ __device__ __forceinline__ long long owner(const long long* ends, long long coun
 }
 
 template <typename V>
-__device__ void push_round(const int* frontier, long long count, const long long* ends,
-                           const long long* out_indptr, const int* __restrict__ indices,
-                           const float* __restrict__ weights, V* values, int mode, V inf,
-                           unsigned int* claimed, int* next, long long capacity,
-                           unsigned char* states, unsigned char initial_state,
-                           long long* block_epoch, int block_shift, long long epoch,
-                           unsigned long long* claims, V* min_written) {
-    const int lane = threadIdx.x & 31;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long total = ends[count];
-    // Every lane of a warp runs the same number of iterations, so the ballots are whole.
-    const long long rounds = (total + stride - 1) / stride;
+struct Lists {
+    int* near;
+    int* next;
+    int* far;
+    unsigned long long* next_end;
+    unsigned long long* far_end;
+    long long capacity;
+};
+
+// One round over the `total` out-edges of near[0..count): lowered vertices go to the next
+// near list (value <= split) or the far list, which count them; the smallest value written
+// goes into *written.
+template <typename V>
+__device__ void relax(const Lists<V>& l, long long count, long long total, const long long* ends,
+                      const long long* out_indptr, const int* __restrict__ indices,
+                      const float* __restrict__ weights, V* values, int mode, V inf, V split,
+                      unsigned int* claimed, unsigned char* states, unsigned char initial_state,
+                      long long* block_epoch, int block_shift, long long epoch, V* written) {
     V lowest = inf;
-    for (long long r = 0; r < rounds; ++r) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    // Every lane of a warp runs the same number of iterations, so the ballots are whole.
+    const long long trips = (total + stride - 1) / stride;
+    for (long long r = 0; r < trips; ++r) {
         const long long e = r * stride + blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        bool listed = false;
+        bool near = false, far = false;
         int v = 0;
         if (e < total) {
             const long long i = owner(ends, count, e);
-            const int u = frontier[i];
+            const int u = l.near[i];
             const long long edge = out_indptr[u] + (e - ends[i]);
             v = indices[edge];
             const V cand = candidate<V>(values[u], weights, edge, mode, inf);
@@ -72,25 +195,134 @@ __device__ void push_round(const int* frontier, long long count, const long long
                 block_epoch[v >> block_shift] = epoch;
                 if (states) states[v] = initial_state | (states[v] & OWES);
                 lowest = min_value(lowest, cand);
-                const unsigned int bit = 1u << (8 * (v & 3));
-                listed = !(atomicOr(&claimed[v >> 2], bit) & bit);
+                if (!less_value(split, cand)) near = claim(claimed, v, NEAR_BIT);
+                else far = claim(claimed, v, FAR_BIT);
             }
         }
-        const unsigned ballot = __ballot_sync(0xffffffffu, listed);
-        if (!ballot) continue;
-        unsigned long long base = 0;
-        if (lane == 0) base = atomicAdd(claims, (unsigned long long)__popc(ballot));
-        base = __shfl_sync(0xffffffffu, base, 0);
-        const unsigned long long at = base + __popc(ballot & ((1u << lane) - 1));
-        if (listed && at < (unsigned long long)capacity) next[at] = v;
+        append(near, v, l.next_end, l.next, l.capacity);
+        append(far, v, l.far_end, l.far, l.capacity);
     }
-    lowest = group_min(lowest, 32, 0xffffffffu);
-    if (lane == 0 && less_value(lowest, inf)) atomic_min_value(min_written, lowest);
+    block_min_into(lowest, written, inf);
 }
 
-// push_round's parameters are PUSH_FRONTIER_PARAMS with __restrict__ on the edges, which
-// lets nvcc read them through the read-only cache.
+// The far list's vertices at most `split` away go to the near list, the others to the new
+// far list; returns the new split (the smallest far value plus delta; with an infinite
+// delta every vertex comes near).
 template <typename V>
-__global__ void push_frontier(PUSH_FRONTIER_PARAMS) {
-    push_round<V>(PUSH_FRONTIER_ARGS);
+__device__ V advance(cg::grid_group& grid, const int* far, long long far_count, int* near,
+                     unsigned long long* near_end, int* new_far, unsigned long long* new_far_end,
+                     long long capacity, const V* values, V inf, V delta, V* lowest,
+                     unsigned int* claimed) {
+    V split = inf;
+    if (less_value(delta, inf)) {
+        V mine = inf;
+        for (long long i = grid.thread_rank(); i < far_count; i += grid.size())
+            mine = min_value(mine, values[far[i]]);
+        block_min_into(mine, lowest, inf);
+        grid.sync();
+        split = add_value(fresh(lowest), delta);
+    }
+    const long long stride = grid.size();
+    const long long trips = (far_count + stride - 1) / stride;
+    for (long long r = 0; r < trips; ++r) {
+        const long long i = r * stride + grid.thread_rank();
+        bool to_near = false, to_far = false;
+        int v = 0;
+        if (i < far_count) {
+            v = far[i];
+            to_near = !less_value(split, values[v]);
+            to_far = !to_near;
+            // Each far vertex is listed once, so its flag has one writer here.
+            flag(claimed, v) = to_near ? NEAR_BIT : FAR_BIT;
+        }
+        append(to_near, v, near_end, near, capacity);
+        append(to_far, v, new_far_end, new_far, capacity);
+    }
+    grid.sync();
+    if (grid.thread_rank() == 0) *lowest = inf;  // read by every thread before the sync
+    return split;
+}
+
+// Every near vertex's NEAR_BIT cleared (each is listed once: one writer), so that a round
+// lowering it again lists it again.
+__device__ void unclaim_near(cg::grid_group& grid, const int* near, long long count,
+                             unsigned int* claimed) {
+    for (long long i = grid.thread_rank(); i < count; i += grid.size())
+        flag(claimed, near[i]) &= ~NEAR_BIT;
+}
+
+// The smallest value of the vertices listed in near[0..near_count) and far[0..far_count).
+template <typename V>
+__device__ void waiting_minimum(cg::grid_group& grid, const int* near, long long near_count,
+                                const int* far, long long far_count, const V* values, V inf,
+                                V* out) {
+    V mine = inf;
+    for (long long i = grid.thread_rank(); i < near_count + far_count; i += grid.size())
+        mine = min_value(mine, values[i < near_count ? near[i] : far[i - near_count]]);
+    block_min_into(mine, out, inf);
+}
+
+// Lists: near_a, near_b, far_a, far_b (each `capacity` long); the initial frontier is in
+// far_a[0..count). counters: [0, 1] the near lists' ends, [2, 3] the far lists'; mins: [0]
+// an advance's smallest far value, [1] the smallest value of the listed waiting vertices,
+// [2] the smallest value the phase wrote (what the host takes with [1] when a list
+// overflowed: unlisted waiting vertices were written in the phase); all zero / inf at
+// launch. block_sums: a word per block. result: see the top of this file.
+template <typename V>
+__global__ void push_loop(PUSH_LOOP_PARAMS) {
+    cg::grid_group grid = cg::this_grid();
+    int* near_lists[2] = {near_a, near_b};
+    int* far_lists[2] = {far_a, far_b};
+    int nq = 0, fq = 0;  // which buffer holds the near and the far list
+    long long near_count = 0, far_count = count, rounds = 0, edges = 0, lowered = 0;
+    V split = inf;
+    bool overflow = false;
+    while (true) {
+        if (near_count == 0) {
+            if (far_count == 0) break;  // converged
+            // counters[nq] is zero: the near list is empty and its end was reset.
+            split = advance<V>(grid, far_lists[fq], far_count, near_lists[nq], &counters[nq],
+                               far_lists[fq ^ 1], &counters[2 + (fq ^ 1)], capacity, values,
+                               inf, delta, &mins[0], claimed);
+            near_count = (long long)fresh(&counters[nq]);
+            far_count = (long long)fresh(&counters[2 + (fq ^ 1)]);
+            if (grid.thread_rank() == 0) counters[2 + fq] = 0;
+            fq ^= 1;
+        }
+        unclaim_near(grid, near_lists[nq], near_count, claimed);
+        const long long total = scan_out_degrees(grid, near_lists[nq], near_count, out_indptr,
+                                                 ends, block_sums);
+        if (rounds > 0 && total >= edge_limit) break;
+        const Lists<V> l{near_lists[nq], near_lists[nq ^ 1], far_lists[fq], &counters[nq ^ 1],
+                         &counters[2 + fq], capacity};
+        relax<V>(l, near_count, total, ends, out_indptr, indices, weights, values, mode, inf,
+                 split, claimed, states, initial_state, block_epoch, block_shift, epoch,
+                 &mins[2]);
+        grid.sync();
+        const long long next = (long long)fresh(&counters[nq ^ 1]);
+        const long long far_now = (long long)fresh(&counters[2 + fq]);
+        lowered += next + (far_now - far_count);
+        rounds += 1;
+        edges += total;
+        if (grid.thread_rank() == 0) counters[nq] = 0;  // read by every thread before the sync
+        nq ^= 1;
+        near_count = next;
+        far_count = far_now;
+        if (near_count > capacity || far_count > capacity) {
+            overflow = true;
+            break;
+        }
+    }
+    waiting_minimum<V>(grid, near_lists[nq], min(near_count, capacity), far_lists[fq],
+                       min(far_count, capacity), values, inf, &mins[1]);
+    if (grid.thread_rank() == 0) {
+        result[0] = rounds;
+        result[1] = edges;
+        result[2] = lowered;
+        result[3] = near_count;
+        result[4] = far_count;
+        result[5] = nq;
+        result[6] = fq;
+        result[7] = overflow;
+    }
 }
