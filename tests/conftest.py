@@ -13,6 +13,9 @@ per device. It also keeps each module's CPU copies together, ahead of its CUDA c
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 from seraph.api import cuda_status
@@ -34,3 +37,19 @@ def pytest_configure(config: pytest.Config) -> None:
 def device(request: pytest.FixtureRequest) -> str:
     """The backend to run on: "cpu", then "cuda" where a usable GPU is present."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def three_slots() -> Callable[[Path], str]:
+    """``three_slots(store)``: a memory budget (bytes, as the CLI takes it) for the store's
+    vertex state, the largest any algorithm and predictor needs, and three page slots with
+    weights, so that pages move."""
+    import seraph
+    from seraph.backends.layout import Layout
+
+    def budget(store: Path) -> str:
+        layout = Layout.plan(seraph.open_graph(store), True, None, weights=True,
+                             lightest=True)
+        return str(layout.state_bytes + 3 * layout.slot_bytes)
+
+    return budget

@@ -48,18 +48,18 @@ def test_info_text_and_json(rmat_store, capsys):
 
 
 @pytest.mark.parametrize("algorithm", ["bfs", "cc", "sssp"])
-def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorithm, device):
+def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorithm, device,
+                                          three_slots):
     out = tmp_path / "result.npy"
     trace = tmp_path / "trace.json"
     hub = int(np.argmax(seraph.open_graph(rmat_store).out_degrees()))
     # CC by label propagation, whose rounds move pages (union-find reads the host's CSC).
     source = (["--source", str(hub)] if ALGORITHMS[algorithm].needs_source
               else ["--components", "propagation"])
-    # 52 KiB holds the vertex state (the push phase's lists and the device's scratch
-    # included) and three of the eleven 4 KiB page slots.
+    # Three of the eleven page slots.
     code = main(["run", algorithm, str(rmat_store), *source, "--device", device,
-                 "--gpu-memory", "52KiB", "--push-alpha", "0", "--validate", "--json",
-                 "--output", str(out), "--trace", str(trace)])
+                 "--gpu-memory", three_slots(rmat_store), "--push-alpha", "0", "--validate",
+                 "--json", "--output", str(out), "--trace", str(trace)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["validation"] == "ok" and report["stats"]["device"] == device
     assert report["stats"]["pages_transferred"] > 0 and not report["stats"]["resident"]
@@ -80,7 +80,7 @@ def test_run_npz_output_and_predecessors(rmat_store, tmp_path, capsys, device):
 def test_run_config_file(rmat_store, tmp_path, capsys, device):
     cfg = tmp_path / "run.toml"
     cfg.write_text('schedule = "reentry"\npredictor = "none"\nsource = 5\n'
-                   f'device = "{device}"\ndevice_memory = "64KiB"\n')
+                   f'device = "{device}"\ndevice_memory = "1MiB"\n')
     assert main(["run", "sssp", str(rmat_store), "--config", str(cfg), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["source"] == 5
@@ -329,9 +329,9 @@ def test_source_options_exclude_each_other(rmat_store, capsys):
 
 
 # -- long runs talk ----------------------------------------------------------------------------
-def test_verbose_run_prints_a_line_per_round(rmat_store, capsys, device):
+def test_verbose_run_prints_a_line_per_round(rmat_store, capsys, device, three_slots):
     assert main(["run", "bfs", str(rmat_store), "--source", "1", "--device", device,
-                 "--gpu-memory", "52KiB", "--json", "-v"]) == 0
+                 "--gpu-memory", three_slots(rmat_store), "--json", "-v"]) == 0
     out, err = capsys.readouterr()
     stats = json.loads(out)["stats"]
     lines = re.findall(r"^round (\d+) (dense|push|bottom-up)(?:  frontier [\d,]+)?  "

@@ -17,16 +17,15 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def traces(tmp_path_factory) -> dict[str, Path]:
+def traces(tmp_path_factory, three_slots) -> dict[str, Path]:
     """Two traces of a small paged run: SSSP with the weak predictor and no push engine
     (copies, sweeps and state counts), and BFS with the defaults (strong predictor)."""
     tmp = tmp_path_factory.mktemp("plot")
     store = tmp / "rmat.zarr"
     assert main(["generate", "rmat", "--scale", "9", "--edge-factor", "8", "--weighted",
                  "--symmetrize", "--page-edges", "512", "-o", str(store), "-q"]) == 0
-    # 52 KiB holds the vertex state (the push phase's lists and the device's scratch
-    # included) and three of the eleven 4 KiB page slots, so pages move.
-    common = ["--device", "cpu", "--gpu-memory", "52KiB", "-q"]
+    # Three of the eleven page slots, so pages move.
+    common = ["--device", "cpu", "--gpu-memory", three_slots(store), "-q"]
     out = {"weak": tmp / "weak.json", "strong": tmp / "strong.json"}
     assert main(["run", "sssp", str(store), *common, "--predictor", "weak",
                  "--push-alpha", "0", "--trace", str(out["weak"])]) == 0

@@ -41,7 +41,12 @@ from seraph.backends.base import BottomUpResult, PeakMemory, PushOutcome, SweepR
 from seraph.backends.caches import graph_cached, graph_hub_chunks, hand_back, take_pooled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.push import default_delta
-from seraph.backends.cpu.union_find import SAMPLE_ROUNDS, giant_sample, most_common
+from seraph.backends.cpu.union_find import (
+    GIANT_SAMPLES,
+    SAMPLE_ROUNDS,
+    giant_sample,
+    most_common,
+)
 from seraph.backends.cuda.kernels import interface
 from seraph.backends.layout import MAX_PUSH_BLOCKS, frontier_capacity
 from seraph.backends.output import output_values
@@ -652,9 +657,13 @@ class CudaBackend(HostPush):
             for position in range(SAMPLE_ROUNDS):
                 _kernel("link_sampled")(blocks, **rows, position=position)
                 _kernel("compress")(blocks, parent=parent, n=n)
-            # After a compression each vertex holds its root.
-            picks = cp.asarray(giant_sample(n))
-            giant = most_common(parent[picks].get(stream=self.compute_stream))
+            # After a compression each vertex holds its root. The sample and its roots sit
+            # in the push lists' room, which the budget counts.
+            picks = self._ends[:min(GIANT_SAMPLES, self._capacity)]
+            picks.set(giant_sample(n, len(picks)), stream=self.compute_stream)
+            roots = self._near[0][:len(picks)]
+            cp.take(parent, picks, out=roots)
+            giant = most_common(roots.get(stream=self.compute_stream))
             _kernel("link_rest")(blocks, **rows, first=SAMPLE_ROUNDS, skip_root=giant)
             _kernel("compress")(blocks, parent=parent, n=n)
         self.compute_stream.synchronize()
