@@ -101,6 +101,10 @@ def _kernel(name: str, value_type=None, cooperative: bool = False) -> _Kernel:
 
 #: values[i] = i, written in place.
 _iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
+#: first[0] = the smallest i with value[i] != inf (first[0] starts at n).
+_first_reached = cp.ElementwiseKernel(
+    "T value, T inf", "raw uint64 first",
+    "if (value != inf) atomicMin(&first[0], (unsigned long long)i)", "seraph_first_reached")
 
 
 def _co_resident_blocks(kernel) -> int:
@@ -675,15 +679,14 @@ class CudaBackend(HostPush):
         alg, n = self.algorithm, self.graph.num_vertices
         inf = alg.dtype.type(alg.inf)
         with self.compute_stream:
-            # The reached mask is built in the changed flags, which the budget already
-            # counts, and cleared at once (a dense round's flags may be left there when no
-            # push followed it). Ties go to the first index: the smallest reached id.
-            reached = self.changed.view(cp.bool_)
-            cp.not_equal(self.values, inf, out=reached)
-            smallest = cp.argmax(reached)
+            # Into a word the budget counts (cp.argmax would take scratch of its own); the
+            # changed flags are cleared (a dense round's may be left when no push followed).
+            smallest = self._totals[:1]
+            smallest.fill(n)
+            _first_reached(self.values, inf, smallest)
             self.changed.fill(0)
             _kernel("label_from_reach")(
-                self._blocks(n), value=self.values, inf=inf, smallest=smallest,
+                self._blocks(n), value=self.values, inf=inf, smallest=smallest.view(cp.int64),
                 out_indptr=self._out_indptr, n=n, spreads=self.changed)
         spreading = self.take_changed(np.inf)
         if spreading is None:
