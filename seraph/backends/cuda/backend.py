@@ -658,9 +658,8 @@ class CudaBackend(HostPush):
         blocks, parent = self._blocks(n), self.values
         rows = {"indptr": self.indptr, "indices": self._csc_indices, "parent": parent, "n": n}
         with self.compute_stream:
-            for position in range(SAMPLE_ROUNDS):
-                _kernel("link_sampled")(blocks, **rows, position=position)
-                _kernel("compress")(blocks, parent=parent, n=n)
+            _kernel("link_sampled")(blocks, **rows, count=SAMPLE_ROUNDS)
+            _kernel("compress")(blocks, parent=parent, n=n)
             # After a compression each vertex holds its root. The sample and its roots sit
             # in the push lists' room, which the budget counts.
             picks = self._ends[:min(GIANT_SAMPLES, self._capacity)]

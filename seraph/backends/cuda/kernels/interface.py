@@ -115,7 +115,7 @@ KERNELS = {
     # Union-find components (union_find.cu): the CSC's rows, and CC's labels as parents.
     "link_sampled": Kernel("union_find.cu", (
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
-        "long long position")),
+        "long long count")),
     "link_rest": Kernel("union_find.cu", (
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
         "long long first", "int skip_root")),
