@@ -1,5 +1,6 @@
 """Seraph's CPU backend beside scipy.sparse.csgraph and networkit, plus an ablation of
 schedules and predictors (docs/benchmarks/engine-cpu.md; the paper's Figures 9 and 10).
+docs/benchmarks/cpu-vs-scipy.md is its comparison alone (``--ablation`` with no graphs).
 
     python scripts/bench.py [--quick] [--json-out FILE] [--md-out FILE] [--sources N]
         [--graphs road grid rmat uniform] [--ablation [rmat uniform grid]]
@@ -104,7 +105,8 @@ def load_graph(spec: GraphSpec, work: Path):
     if spec.kind == "road":
         from partitioner.generators import gap_weights
 
-        return benchlib.timed(lambda: benchlib.shuffled_grid(spec.side, gap_weights()))[::-1]
+        seconds, graph = benchlib.timed(lambda: benchlib.shuffled_grid(spec.side, gap_weights()))
+        return graph, seconds
     return build_store(spec, work / f"{spec.kind}{spec.scale}.zarr")
 
 
