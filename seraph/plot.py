@@ -3,8 +3,9 @@
 Two steps, so that what is drawn can be tested without matplotlib:
 - ``timeline`` (pure) sorts the trace's events into lanes: copy and compute intervals per
   page, and a lane of the sparse rounds (push rounds and bottom-up pulls);
-- ``figure`` draws those lanes, and the weak predictor's state counts per round, with
-  matplotlib (the ``plot`` extra).
+- ``figure`` draws those lanes, the work of each round (updates attempted and those that
+  changed a value, as Seraph's paper draws them in its Figure 10) and the weak
+  predictor's state counts per round, with matplotlib (the ``plot`` extra).
 
 Drawing goes through the Agg canvas directly rather than pyplot: it needs no display, and
 it leaves the backend of a calling program (a notebook, say) alone.
@@ -42,6 +43,7 @@ class Timeline:
     computes: dict[int, list[Span]] = field(default_factory=dict)
     sparse_spans: list[Span] = field(default_factory=list)
     predictor_states: list[list[int]] = field(default_factory=list)
+    round_log: list[dict[str, Any]] = field(default_factory=list)  # RunStats.round_log
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -82,7 +84,7 @@ def timeline(trace: dict[str, Any]) -> Timeline:
     that traces from newer versions still plot."""
     stats = trace.get("stats") or {}
     tl = Timeline(predictor_states=[list(r) for r in stats.get("predictor_states") or []],
-                  stats=stats)
+                  round_log=list(stats.get("round_log") or []), stats=stats)
     for i, event in enumerate(trace["events"]):
         try:
             _add_event(tl, event)
@@ -106,19 +108,22 @@ def _add_event(tl: Timeline, event: dict[str, Any]) -> None:
 
 # -- drawing ------------------------------------------------------------------------------
 def figure(tl: Timeline) -> Figure:
-    """The picture: a Gantt-style timeline on top, predictor-state counts per round below.
+    """The picture: a Gantt-style timeline on top, then the work of each round, then the
+    predictor-state counts per round.
 
-    The bottom panel is left out, with a note in the title, when the trace has no state
-    counts (the weak predictor did not run)."""
+    A panel is left out when the trace has nothing for it (no round ran; the weak
+    predictor did not run, which the title then says)."""
     new_figure, _ = _matplotlib()
-    with_states = bool(tl.predictor_states)
-    fig = new_figure(figsize=(12, 8 if with_states else 5.5), layout="constrained")
+    with_states, with_work = bool(tl.predictor_states), bool(tl.round_log)
+    ratios = [3] + [1] * (with_work + with_states)
+    fig = new_figure(figsize=(12, 5.5 + 2.5 * (len(ratios) - 1)), layout="constrained")
+    axes = fig.subplots(len(ratios), 1, height_ratios=ratios) if len(ratios) > 1 else \
+        [fig.subplots()]
+    _draw_lanes(axes[0], tl)
+    if with_work:
+        _draw_work(axes[1], tl.round_log)
     if with_states:
-        top, bottom = fig.subplots(2, 1, height_ratios=[3, 1])
-        _draw_states(bottom, tl.predictor_states)
-    else:
-        top = fig.subplots()
-    _draw_lanes(top, tl)
+        _draw_states(axes[-1], tl.predictor_states)
     fig.suptitle(_title(tl.stats, with_states))
     return fig
 
@@ -231,6 +236,25 @@ def _lane_ticks(ax: Axes, pages: list[int], with_sparse: bool) -> None:
     if with_sparse:
         ticks, labels = [SPARSE_LANE, *ticks], ["sparse", *labels]
     ax.set_yticks(ticks, labels)
+
+
+def _draw_work(ax: Axes, log: list[dict[str, Any]]) -> None:
+    """Updates attempted and those that changed a value, one pair of bars per round (a push
+    phase's rounds together), on a log scale: the share of wasted attempts per round."""
+    rounds = range(1, len(log) + 1)
+    for key, colour, label in (("attempted", "tab:gray", "attempted"),
+                               ("succeeded", "tab:red", "changed a value")):
+        ax.bar(rounds, [max(entry[key], 0) for entry in log], width=0.8, color=colour,
+               label=label)
+    ax.set_yscale("symlog")
+    ax.set_xlim(0.5, len(log) + 0.5)
+    ax.set_xlabel("round (dense or bottom-up; a push phase is one bar, marked P)")
+    ax.set_ylabel("updates")
+    ax.set_title("work per round", fontsize="medium")
+    if len(log) <= 64:
+        ax.set_xticks(list(rounds), ["P" if entry["kind"] == "push" else str(i)
+                                     for i, entry in enumerate(log, 1)], fontsize="small")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
 
 
 def _draw_states(ax: Axes, states: list[list[int]]) -> None:

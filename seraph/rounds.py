@@ -107,6 +107,8 @@ class DenseRounds:
         run.activity.swept(pages, done, res.sweeps, last)
         run.epoch = last
         s = run.stats
+        edges = self._edges_of(pages)
+        s.edges_swept += int(edges[-1] * (res.sweeps - 1) + edges[done])
         s.sweeps += res.sweeps
         s.reentries += res.sweeps - 1
         s.kernel_time += end - start - (compile_seconds() - compiled)
@@ -121,6 +123,13 @@ class DenseRounds:
             run.trace.add("compute", start - run.t0, end - run.t0, pages=pages.tolist(),
                           updates=res.succeeded, sweeps=res.sweeps)
         return pages if res.sweeps > 1 else pages[:done]
+
+    def _edges_of(self, pages: np.ndarray) -> np.ndarray:
+        """Prefix sums of the pages' edge counts (each page holds page_edges, the last one
+        the rest)."""
+        g = self.run.g
+        counts = np.minimum(g.page_edges, g.num_edges - pages * g.page_edges)
+        return np.concatenate(([0], np.cumsum(counts)))
 
     def sweep_window(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int,
                      incoming: int | None = None, swept: np.ndarray | None = None) -> None:
@@ -171,6 +180,7 @@ class SparseRounds:
             # Every later update descends from a vertex still waiting to push, and weights
             # are non-negative, so no vertex at or below their smallest value can change.
             run.threshold = res.minimum
+        run.stats.log_round("push", res.rounds)
         run.trace.add("push", start - run.t0, time.perf_counter() - run.t0,
                       rounds=res.rounds, edges=res.edges)
         progress.round_done("push", run.stats, len(res.frontier))
@@ -199,6 +209,7 @@ class SparseRounds:
         s.updates_attempted += res.attempted
         s.updates_succeeded += res.succeeded
         run.end_round(res.succeeded, res.minimum)
+        s.log_round("bottom-up")
         s.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
         run.trace.add("bottom-up", start - run.t0, time.perf_counter() - run.t0,
                       vertices=res.attempted, edges=res.edges)

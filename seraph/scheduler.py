@@ -164,6 +164,7 @@ class Run:
             changed_min, succeeded = self.dense.round()
             self.rechecking = False
             self.end_round(succeeded, changed_min)
+            self.stats.log_round("dense")
             progress.round_done("dense", self.stats)
             if not self.push_limit:
                 continue  # the changed flags matter only to a hand-over to the push engine

@@ -52,6 +52,10 @@ class RunStats:
     switches_to_dense: int = 0
     edges_pushed: int = 0
     edges_pulled_bottom_up: int = 0  # in-edges read by bottom-up rounds
+    edges_swept: int = 0  # in-edges of the pages dense rounds swept (each pass counted)
+    #: One entry per round, a push phase's rounds together (:meth:`log_round`): where the
+    #: work went, round by round, as Seraph's paper draws it (its Figure 10).
+    round_log: list[dict] = field(default_factory=list)
     # totals
     wall_time: float = 0.0  # the engine's run, without compile_time
     #: The whole public call (``seraph.bfs(...)`` until it returns: checks, the run, the
@@ -64,6 +68,20 @@ class RunStats:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def log_round(self, kind: str, rounds: int = 1) -> None:
+        """Appends to :attr:`round_log` what the counters gained since the last entry: a
+        ``kind`` ("dense", "push", "bottom-up") of ``rounds`` rounds; *attempted* counts
+        pulls attempted and, in push rounds, edges relaxed (each an attempted update),
+        *edges* the edges read (swept, pushed or pulled bottom-up)."""
+        now = {"attempted": self.updates_attempted + self.edges_pushed,
+               "succeeded": self.updates_succeeded, "skipped_strong": self.skipped_strong,
+               "skipped_weak": self.skipped_weak,
+               "edges": self.edges_swept + self.edges_pushed + self.edges_pulled_bottom_up}
+        before = self.__dict__.get("_logged") or dict.fromkeys(now, 0)
+        self.round_log.append({"kind": kind, "rounds": rounds,
+                               **{k: now[k] - before[k] for k in now}})
+        self.__dict__["_logged"] = now  # not a field: to_dict leaves it out
 
     def finish(self, wall_time: float, graph_bytes: int) -> None:
         """Fills the derived figures once the run is over."""

@@ -221,6 +221,40 @@ def check_stats(stats, cfg: Config, graph: Graph, device: str) -> None:
         assert stats.skipped_strong == 0
     if stats.predictor != "weak":
         assert stats.skipped_weak == 0
+    check_round_log(stats)
+
+
+def check_round_log(stats) -> None:
+    """The per-round log adds up to the run's totals, one entry per dense and bottom-up
+    round and one per push phase."""
+    log = stats.round_log
+    total = {key: sum(entry[key] for entry in log) for key in
+             ("rounds", "attempted", "succeeded", "skipped_strong", "skipped_weak", "edges")}
+    assert total["rounds"] == stats.rounds
+    assert total["attempted"] == stats.updates_attempted + stats.edges_pushed
+    assert total["succeeded"] == stats.updates_succeeded
+    assert (total["skipped_strong"], total["skipped_weak"]) == (stats.skipped_strong,
+                                                                stats.skipped_weak)
+    assert total["edges"] == \
+        stats.edges_swept + stats.edges_pushed + stats.edges_pulled_bottom_up
+    kinds = [entry["kind"] for entry in log]
+    assert kinds.count("dense") == stats.dense_rounds
+    assert kinds.count("bottom-up") == stats.bottom_up_rounds
+    assert set(kinds) <= {"dense", "push", "bottom-up"}
+    assert all(entry["edges"] >= 0 and entry["rounds"] >= 0 for entry in log)
+
+
+def test_a_first_dense_round_of_cc_sweeps_every_edge(device):
+    """Label propagation starts with every vertex changed, so its first round (no pushes)
+    sweeps every page once: the log's edges are the graph's."""
+    rng = np.random.default_rng(3)
+    graph = seraph.Graph.from_edges(rng.integers(0, 40, 90), rng.integers(0, 40, 90),
+                                    num_vertices=40, symmetrize=True, page_edges=4)
+    stats = seraph.connected_components(graph, device=device, push_alpha=0,
+                                        components="propagation", predictor="none").stats
+    assert stats.round_log[0]["kind"] == "dense"
+    assert stats.round_log[0]["edges"] == graph.num_edges
+    assert stats.round_log[0]["attempted"] > 0
 
 
 # -- hypothesis: random graphs, each with a random configuration ----------------------------

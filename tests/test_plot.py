@@ -59,6 +59,7 @@ def test_every_event_is_on_its_lanes(traces, name):
     assert tl.end == max(e["end"] for e in trace["events"])
     assert tl.predictor_states == trace["stats"]["predictor_states"]
     assert bool(tl.predictor_states) == (name == "weak")
+    assert tl.round_log == trace["stats"]["round_log"] and tl.round_log
 
 
 def test_plot_writes_a_png(traces, tmp_path, capsys):
@@ -82,13 +83,19 @@ def test_panels_and_title(traces):
     pytest.importorskip("matplotlib")
     weak = timeline(load_trace(traces["weak"]))
     fig = figure(weak)
-    assert len(fig.axes) == 2  # timeline and predictor states
+    assert len(fig.axes) == 3  # timeline, work per round and predictor states
+    work = fig.axes[1]
+    assert work.get_title() == "work per round"
+    bars = [p for p in work.patches]  # attempted, then changed, a bar per logged round
+    assert len(bars) == 2 * len(weak.round_log)
+    assert [b.get_height() for b in bars[:len(weak.round_log)]] == \
+        [entry["attempted"] for entry in weak.round_log]
     title = fig.get_suptitle()
     st = weak.stats
     for part in (st["algorithm"], st["device"], st["schedule"], f"{st['wall_time']:.3f} s"):
         assert part in title
     fig = figure(timeline(load_trace(traces["strong"])))
-    assert len(fig.axes) == 1
+    assert len(fig.axes) == 2  # no predictor states
     assert "weak predictor did not run" in fig.get_suptitle()
 
 
