@@ -42,8 +42,9 @@ def check_pull(mode, indptr, indices, weights, values, vertices) -> None:
     over the old values and is some in-neighbour's final value plus its edge weight."""
     inf = infinity(mode)
     old = values.copy()
+    # No threshold (-1): these values stand for no round, so each pull takes every in-edge.
     changed, minimum, edges = pull_round(indptr, indices, weights, values, vertices, mode,
-                                         inf)
+                                         inf, -1)
 
     def pulled(vals: np.ndarray, v: int):
         best = inf
@@ -112,3 +113,17 @@ def test_unsettled_counts_and_lists_in_parallel_chunks():
     # 300,000 vertices are five chunks; the first limit is met, the second not.
     for limit in (10**5, 10**6):
         check_unsettled(300_000, 4, 8, limit)
+
+
+def test_a_bfs_pull_stops_at_the_lowest_level_it_can_get():
+    """Under the strong rule's threshold t no in-neighbour of an open vertex offers less
+    than t (pull_floor), so a BFS pull stops at the first one that offers t, as a bottom-up
+    BFS step stops at its first parent. Here, against the rule, a later in-neighbour would
+    offer less: with the threshold it is never read, without one (-1) it is."""
+    indptr = np.array([0, 2, 2, 2], dtype=np.int64)
+    indices = np.array([1, 2], dtype=np.int32)  # vertex 0's in-edges: from 1, then from 2
+    inf = infinity(UNIT)
+    for threshold, level in ((3, 3), (-1, 1)):
+        values = np.array([inf, 2, 0], dtype=value_dtype(UNIT))
+        pull_round(indptr, indices, None, values, np.array([0]), UNIT, inf, threshold)
+        assert values[0] == level

@@ -142,7 +142,7 @@ class CpuBackend(HostPush):
         _indptr, indices, weights = self.graph.csc()
         alg = self.algorithm
         lowered, minimum, edges = pull_round(self.indptr, indices, weights, self.values,
-                                             vertices, alg.weight_mode, alg.inf)
+                                             vertices, alg.weight_mode, alg.inf, threshold)
         self.changed[lowered] = 1
         self.mark_blocks(lowered, epoch)
         return BottomUpResult(len(vertices), len(lowered), minimum, edges)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu.pull import relax
+from seraph.backends.cpu.pull import pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, round_pieces
 from seraph.lightest import NO_BOUND, LightestIn, proven
+from seraph.predictors import STRONG
 
 #: Vertices per chunk when looking for the unsettled ones (one prange iteration each).
 _SCAN_CHUNK = 1 << 16
@@ -42,12 +43,14 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
 
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
-               values: np.ndarray, vertices: np.ndarray, weight_mode: int, inf
-               ) -> tuple[np.ndarray, object, int]:
-    """Pulls every in-edge of each of ``vertices`` (distinct ids) into ``values``.
+               values: np.ndarray, vertices: np.ndarray, weight_mode: int, inf,
+               threshold) -> tuple[np.ndarray, object, int]:
+    """Pulls the in-edges of each of ``vertices`` (distinct ids, the ones the strong rule
+    leaves open at ``threshold``) into ``values``, each vertex's until it has the lowest
+    value it can get (:func:`~seraph.backends.cpu.pull.pull_floor`).
 
     Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
-    or ``inf``, the in-edges read)."""
+    or ``inf``, the in-edges of ``vertices``)."""
     weights = np.zeros(0, dtype=np.float32) if weights is None else weights
     ends = np.cumsum(indptr[vertices + 1] - indptr[vertices])
     total = int(ends[-1]) if len(ends) else 0
@@ -58,7 +61,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
     _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, inf)
+                 weight_mode, inf, pull_floor(STRONG, weight_mode, threshold))
     return vertices[lowered], minimum.min(), total
 
 
@@ -101,7 +104,7 @@ def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
 
 @njit(cache=True, parallel=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, inf):
+                 weight_mode, inf, floor):
     # Each vertex is written only by the piece that pulls it; reading a value another
     # piece is lowering is safe (module docstring of seraph.backends.cpu.pull).
     for p in prange(len(bounds) - 1):
@@ -110,7 +113,7 @@ def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, mi
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
-                          weight_mode, inf)
+                          weight_mode, inf, floor)
             if best < old:
                 values[v] = best
                 lowered[i] = True

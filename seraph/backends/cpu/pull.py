@@ -28,8 +28,9 @@ SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")
-def relax(values, indices, weights, lo, hi, best, weight_mode, inf):
-    """min(best, value[u] + w) over the in-edges [lo, hi) (never adding to INF)."""
+def relax(values, indices, weights, lo, hi, best, weight_mode, inf, floor):
+    """min(best, value[u] + w) over the in-edges [lo, hi) (never adding to INF), stopping
+    once it reaches ``floor``, below which no candidate can go (:func:`pull_floor`)."""
     for i in range(lo, hi):
         val = values[indices[i]]
         if weight_mode == UNIT:
@@ -41,7 +42,21 @@ def relax(values, indices, weights, lo, hi, best, weight_mode, inf):
                 best = cand
         elif val < best:
             best = val
+        if best <= floor:
+            break
     return best
+
+
+@njit(cache=True, inline="always")
+def pull_floor(predictor, weight_mode, threshold):
+    """The smallest value a pull can give a vertex the strong rule leaves open, so that
+    the pull stops once it has it (-1: none known). For BFS it is the threshold: after k
+    rounds every vertex within k hops holds its level, so a vertex above k + 1 is more than
+    k hops away and no in-neighbour offers less than k + 1 (design.md, section 7). This is
+    the early exit of a bottom-up BFS step, which stops at the first parent it finds."""
+    if predictor == STRONG and weight_mode == UNIT and threshold >= 0:
+        return threshold
+    return -1
 
 
 @njit(cache=True, nogil=True)
@@ -50,6 +65,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
                 block_epoch, block_shift, epoch, counters, minimum, chunk):
     """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
     best_written = minimum[chunk]
+    floor = pull_floor(predictor, weight_mode, threshold)
     for v in range(v0, v1):
         lo = max(indptr[v], base)
         hi = min(indptr[v + 1], base + length)
@@ -67,7 +83,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             continue
         counters[chunk, ATTEMPTED] += 1
         best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
-                      weight_mode, inf)
+                      weight_mode, inf, floor)
         if best < old:
             values[v] = best
             changed[v] = 1
