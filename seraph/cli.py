@@ -618,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "strong or none (default: seraph, when the predictor is weak)")
     p.add_argument("--push-alpha", type=float, default=None,
                    help="push engine when frontier out-edges < m/alpha; 0 disables (default: "
-                        "20)")
+                        "20; 2 for SSSP on the CPU)")
     p.add_argument("--push-on", default=None, choices=PUSH_ON,
                    help=f"where a GPU run's push rounds run (default: {engine.push_on})")
     p.add_argument("--components", default=None, choices=COMPONENTS,

@@ -40,9 +40,11 @@ def test_the_matrix_on_the_cpu(tmp_path, capsys):
             assert cell["random"]["pcie_bytes_median"] is None
             continue
         assert cell["random"]["pcie_bytes_median"] > 0
-        assert cell["random"]["updates_over_m_median"] > 0
+        assert cell["random"]["updates_over_m_median"] is None or \
+            cell["random"]["updates_over_m_median"] > 0  # None: every update a push
         for run in cell["random"]["runs"]:
-            assert run["pcie_bytes"] >= run["bytes_h2d"] > 0
+            # Copied pages, or none where every round pushed (SSSP on the CPU may).
+            assert run["pcie_bytes"] >= run["bytes_h2d"] >= 0 and run["pcie_bytes"] > 0
         if alg != "cc":
             assert len({r["source"] for r in cell["random"]["runs"]}) == 2
     for key in ("machine", "command", "device", "reference", "check", "skipped"):
