@@ -1,0 +1,161 @@
+"""Where the work goes, round by round, under each predictor (issue 22's first question).
+
+    python scripts/bench_predictors.py [--device cpu|cuda] [--json-out FILE] [--md-out FILE]
+        [--trace-dir DIR]
+
+SSSP and CC by label propagation (union-find has no rounds) on R-MAT, uniform and
+road-like grid graphs, under the predictors none, strong and weak, at a budget of the vertex
+state plus ``--budget-fraction`` of the pages (pages move, so dense rounds sweep them), from
+``--sources`` random non-isolated sources (seed 0; CC runs as many times). Per cell: the
+public call's median and maximum, and from the first source's run its per-round log
+(``stats.round_log``: updates attempted, those that changed a value, those each predictor
+skipped, edges read), totalled in the report and kept whole in the JSON. Every answer is
+checked against the run without a predictor. With ``--trace-dir`` each first run's trace is
+written there for ``seraph plot``, which draws the log as its work-per-round panel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import bench_gpu
+import benchlib
+import numpy as np
+
+MD_DEFAULT = benchlib.DOCS / "predictors-cpu.md"
+PREDICTORS = ("none", "strong", "weak")
+ALGORITHMS = ("sssp", "cc")
+
+
+def graphs(args) -> dict[str, object]:
+    from partitioner.generators import gap_weights
+
+    w = gap_weights()
+    return {f"RMAT-{args.scale}": benchlib.generated("rmat", args.scale, w, args.page_edges),
+            f"uniform-{args.scale}": benchlib.generated("uniform", args.scale, w,
+                                                        args.page_edges),
+            f"road-like grid {args.side}": benchlib.shuffled_grid(args.side, w,
+                                                                  args.page_edges)}
+
+
+def budget(graph, alg: str, predictor: str, fraction: float) -> int:
+    """The predictor's vertex state (the weak one keeps a state byte a vertex, the strong
+    one SSSP's lightest in-edge) plus ``fraction`` of the algorithm's page bytes, at least
+    two slots: the same room for pages under every predictor."""
+    from seraph.backends.layout import Layout
+
+    sssp = alg == "sssp"
+    layout = Layout.plan(graph, predictor == "weak", None, weights=sssp,
+                         lightest=sssp and predictor == "strong")
+    pages = max(2 * layout.slot_bytes, fraction * bench_gpu.pass_bytes(graph, alg))
+    return int(layout.state_bytes + pages)
+
+
+def call(graph, alg: str, source: int | None, predictor: str, budget: int, args, **extra):
+    import seraph
+
+    options = dict(device=args.device, device_memory=budget, predictor=predictor, **extra)
+    if alg == "cc":
+        return seraph.connected_components(graph, components="propagation", **options)
+    return seraph.sssp(graph, source, **options)
+
+
+def totals(log: list[dict]) -> dict:
+    keys = ("rounds", "attempted", "succeeded", "skipped_strong", "skipped_weak", "edges")
+    out = {k: sum(entry[k] for entry in log) for k in keys}
+    out["entries"] = {kind: sum(entry["kind"] == kind for entry in log)
+                      for kind in ("dense", "push", "bottom-up")}
+    return out
+
+
+def cell(graph, name: str, alg: str, predictor: str, sources: list, args, want) -> dict:
+    room = budget(graph, alg, predictor, args.budget_fraction)
+    trace = args.trace_dir is not None
+    first = call(graph, alg, sources[0], predictor, room, args, trace=trace)
+    if trace:
+        first.trace.write(Path(args.trace_dir) / f"{name}-{alg}-{predictor}.json".replace(
+            " ", "_"), first.stats)
+    times = [call(graph, alg, s, predictor, room, args).stats.call_time for s in sources]
+    return {"graph": name, "algorithm": alg, "predictor": predictor, "budget": room,
+            "median": statistics.median(times), "max": max(times),
+            "equal": bool(np.array_equal(first.values, want)),
+            "totals": totals(first.stats.round_log), "round_log": first.stats.round_log,
+            "predictor_states": first.stats.predictor_states}
+
+
+def run(args) -> list[dict]:
+    from seraph.sources import random_sources
+
+    cells = []
+    for name, graph in graphs(args).items():
+        picked = random_sources(graph, args.sources, 0)
+        for alg in ALGORITHMS:
+            sources = picked if alg == "sssp" else [None] * args.sources
+            room = budget(graph, alg, "none", args.budget_fraction)
+            want = call(graph, alg, sources[0], "none", room, args).values
+            for predictor in PREDICTORS:
+                bench_gpu.log(f"{name} {alg} {predictor}")
+                cells.append(cell(graph, name, alg, predictor, sources, args, want))
+    return cells
+
+
+def report(cells: list[dict], info: dict, command: str) -> str:
+    rows = []
+    for c in cells:
+        t = c["totals"]
+        useful = t["succeeded"] / t["attempted"] if t["attempted"] else None
+        rows.append([c["graph"], c["algorithm"], c["predictor"], benchlib.seconds(c["median"]),
+                     benchlib.seconds(c["max"]), t["rounds"],
+                     " / ".join(str(t["entries"][k]) for k in ("dense", "push", "bottom-up")),
+                     f"{t['attempted']:,}", f"{t['succeeded']:,}",
+                     "—" if useful is None else f"{useful:.1%}", f"{t['skipped_strong']:,}",
+                     f"{t['skipped_weak']:,}", f"{t['edges']:,}",
+                     "equal" if c["equal"] else "DIFFERS"])
+    return "\n".join([
+        "# Where the work goes under each predictor", "",
+        f"Command: `{command}`", "", benchlib.machine_markdown(info), "",
+        "SSSP and CC (label propagation) at a quarter budget. *median / max*: the public "
+        "call over the random sources. The other columns are the first source's run, from "
+        "`stats.round_log` (a push phase is one entry): *rounds*; *entries* dense / push "
+        "phases / bottom-up; *attempted*: pulls attempted plus edges pushed; *changed*: "
+        "updates that lowered a value; *useful*: changed over attempted; *skipped* by the "
+        "strong and the weak rule; *edges*: edges read (in swept pages, pushed, pulled "
+        "bottom-up). *answer*: against the run without a predictor.", "",
+        benchlib.markdown_table(
+            ["graph", "alg", "predictor", "median", "max", "rounds", "entries", "attempted",
+             "changed", "useful", "skipped strong", "skipped weak", "edges", "answer"],
+            rows, [False] * 3 + [True] * 10 + [False]), ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--scale", type=int, default=20, help="of the R-MAT and uniform graphs")
+    p.add_argument("--side", type=int, default=1024, help="of the road-like grid")
+    p.add_argument("--page-edges", type=int, default=None)
+    p.add_argument("--sources", type=int, default=4)
+    p.add_argument("--budget-fraction", type=float, default=0.25)
+    p.add_argument("--trace-dir", default=None, help="write each first run's trace here")
+    p.add_argument("--json-out", default=None)
+    p.add_argument("--md-out", default=None, help=f"default {MD_DEFAULT}; '' for none")
+    args = p.parse_args(argv)
+    if args.trace_dir:
+        Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
+    benchlib.quiet()
+    info = benchlib.machine(["cupy"] if args.device == "cuda" else [])
+    cells = run(args)
+    benchlib.finish_machine(info)
+    command = "python scripts/bench_predictors.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    md_out = MD_DEFAULT if args.md_out is None else (Path(args.md_out) if args.md_out else None)
+    benchlib.write_outputs({"machine": info, "command": command.strip(), "args": vars(args),
+                            "cells": cells}, args.json_out, report(cells, info,
+                                                                   command.strip()), md_out)
+    return 0 if all(c["equal"] for c in cells) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

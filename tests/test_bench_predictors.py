@@ -1,0 +1,34 @@
+"""scripts/bench_predictors.py on the CPU at tiny sizes: a cell per graph, algorithm and
+predictor, every answer equal to the run without a predictor, logs that add up, traces."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import bench_predictors  # noqa: E402
+
+
+def test_the_predictor_study_on_the_cpu(tmp_path, capsys):
+    out_json, traces = tmp_path / "p.json", tmp_path / "traces"
+    rc = bench_predictors.main(["--scale", "9", "--side", "32", "--page-edges", "512",
+                                "--sources", "2", "--json-out", str(out_json),
+                                "--md-out", "", "--trace-dir", str(traces)])
+    assert rc == 0
+    cells = json.loads(out_json.read_text())["cells"]
+    assert len(cells) == 3 * len(bench_predictors.ALGORITHMS) * len(bench_predictors.PREDICTORS)
+    for cell in cells:
+        assert cell["equal"] and 0 < cell["median"] <= cell["max"]
+        totals, log = cell["totals"], cell["round_log"]
+        assert totals["rounds"] == sum(entry["rounds"] for entry in log) > 0
+        if cell["predictor"] != "weak":
+            assert totals["skipped_weak"] == 0
+    # On the uniform graph CC propagation sweeps pages, which the strong rule prunes.
+    uniform_cc = {c["predictor"]: c["totals"] for c in cells
+                  if c["graph"] == "uniform-9" and c["algorithm"] == "cc"}
+    assert uniform_cc["none"]["entries"]["dense"] > 0
+    assert uniform_cc["strong"]["skipped_strong"] > 0
+    assert len(list(traces.glob("*.json"))) == len(cells)
+    assert "| uniform-9 | cc | strong |" in capsys.readouterr().out
