@@ -20,8 +20,9 @@ Per graph and algorithm (a *cell*), with ``device_memory`` = the vertex state pl
   place (pushed and pulled bottom-up, 4 bytes each, 8 for SSSP) where pages move; in passes
   over the algorithm's page bytes, and, on cuda, the median time in pass-equivalents at the
   measured pinned copy bandwidth;
-- the device peak (``stats.peak_device_memory``) beside the budget, and
-  ``updates_attempted`` over the stored edges (the engine's edges relaxed over m);
+- the device peak (``stats.peak_device_memory``) beside the budget, and the edges read
+  (in swept pages, pushed, pulled bottom-up) over the stored edges: the engine's edges
+  relaxed over m;
 - the first source's answer checked against the CPU backend (``--check cpu``) or scipy
   (``--check scipy``); a mismatch exits 1 after the report is written.
 
@@ -133,14 +134,14 @@ def pcie_bytes(stats, alg: str) -> int | None:
 
 
 def run_figures(stats, alg: str) -> dict:
+    edges_read = stats.edges_swept + stats.edges_pushed + stats.edges_pulled_bottom_up
     return {"call_time": stats.call_time, "wall_time": stats.wall_time,
             "pcie_bytes": pcie_bytes(stats, alg), "bytes_h2d": stats.bytes_h2d,
             "edges_pushed": stats.edges_pushed,
             "edges_pulled_bottom_up": stats.edges_pulled_bottom_up,
             "peak_device_memory": stats.peak_device_memory,
-            # Union-find counts no vertex updates: None, not a ratio of 0.
-            "updates_over_m": stats.updates_attempted / max(1, stats.num_edges)
-            if stats.updates_attempted else None,
+            # Union-find counts no edges read: None, not a ratio of 0.
+            "edges_over_m": edges_read / max(1, stats.num_edges) if edges_read else None,
             "rounds": stats.rounds, "resident": stats.resident}
 
 
@@ -170,7 +171,7 @@ def summarize(runs: list[dict]) -> dict:
             "engine_median": statistics.median(r["wall_time"] for r in runs),
             "pcie_bytes_median": median_of(runs, "pcie_bytes"),
             "peak_device_memory": max(r["peak_device_memory"] for r in runs),
-            "updates_over_m_median": median_of(runs, "updates_over_m"),
+            "edges_over_m_median": median_of(runs, "edges_over_m"),
             "runs": runs}
 
 
@@ -323,7 +324,7 @@ def cell_rows(cell: dict, bandwidth: float | None) -> list[list[object]]:
             traffic,
             # The CPU backend reports no device peak: "—", not 0 B.
             bench_gpu.fmt(pass_eq), f"{benchlib.size(s['peak_device_memory'] or None)} / "
-            f"{benchlib.size(cell['budget'])}", bench_gpu.fmt(s["updates_over_m_median"]),
+            f"{benchlib.size(cell['budget'])}", bench_gpu.fmt(s["edges_over_m_median"]),
             cell.get("check", "not checked") if kind == "random" else "",
             targets if kind == "random" else "",
             cell["verdict"] if kind == "random" else ""])
@@ -370,14 +371,14 @@ def report(results: dict, info: dict, command: str, args) -> str:
         "pages move), median, and in passes over the algorithm's page bytes; union-find "
         "CC reads the CSC in place without counting it (*not counted*). *pass-eq.*: "
         "median time over one pass at the pinned bandwidth (cuda only). *peak / budget*: "
-        "the largest `peak_device_memory` of the runs, and `device_memory`. *updates/m*: "
-        "median `updates_attempted` over the stored edges (edges relaxed over m; — where "
-        "not counted, as union-find's). "
+        "the largest `peak_device_memory` of the runs, and `device_memory`. *edges/m*: "
+        "median edges read (in swept pages, pushed, pulled bottom-up) over the stored "
+        "edges (— where not counted, as union-find's). "
         f"*checked*: the first source's answer against {args.check}. *verdict*: the median "
         "against the must (and aim) target, measured only on cuda at the issue's sizes.", "",
         benchlib.markdown_table(
             ["graph", "alg", "sources", "first call", "median", "max", "engine",
-             "PCIe (passes)", "pass-eq.", "peak / budget", "updates/m", "checked",
+             "PCIe (passes)", "pass-eq.", "peak / budget", "edges/m", "checked",
              "must / aim", "verdict"], rows,
             [False, False, False] + [True] * 8 + [False] * 3), "",
         f"Checking the answers ({args.check}) took {results['check']['seconds']:.1f} s.",
