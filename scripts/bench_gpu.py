@@ -516,16 +516,17 @@ def warm_page_summary(graph) -> float | None:
         return None
 
 
-def resident_layout(graph, alg: str, schedule: str):
-    """The engine's Layout of a run with no budget under the schedule's default
-    predictor: its vertex state bytes and its slot bytes."""
+def resident_layout(graph, alg: str, schedule: str, predictor: str = "auto"):
+    """The engine's Layout of a run with no budget under the schedule and ``predictor``
+    (auto: the algorithm's default): its vertex state bytes and its slot bytes."""
     import seraph
     from seraph.algorithms import get
     from seraph.backends.layout import Layout
 
     spec = get(alg).spec
-    predictor = seraph.make_config(schedule=schedule).resolved_predictor(spec)
-    return Layout.for_run(graph, spec, predictor, None)
+    resolved = seraph.make_config(schedule=schedule, predictor=predictor) \
+        .resolved_predictor(spec)
+    return Layout.for_run(graph, spec, resolved, None)
 
 
 def pass_bytes(graph, alg: str) -> int:
@@ -534,10 +535,12 @@ def pass_bytes(graph, alg: str) -> int:
     return graph.num_edges * layout.slot_bytes // graph.page_edges
 
 
-def paged_budget(graph, alg: str, schedule: str, fraction: float) -> int:
-    """device_memory for a paged run: the vertex state plus ``fraction`` of the bytes of
-    the algorithm's pages (at least two slots)."""
-    layout = resident_layout(graph, alg, schedule)
+def paged_budget(graph, alg: str, schedule: str, fraction: float,
+                 predictor: str = "auto") -> int:
+    """device_memory for a paged run: the vertex state (``predictor``'s: the weak one
+    keeps a state byte a vertex, the strong one SSSP's lightest in-edge) plus ``fraction``
+    of the bytes of the algorithm's pages (at least two slots)."""
+    layout = resident_layout(graph, alg, schedule, predictor)
     pages = max(2 * layout.slot_bytes, fraction * pass_bytes(graph, alg))
     return int(layout.state_bytes + pages)
 

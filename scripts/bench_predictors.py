@@ -41,19 +41,6 @@ def graphs(args) -> dict[str, object]:
                                                                   args.page_edges)}
 
 
-def budget(graph, alg: str, predictor: str, fraction: float) -> int:
-    """The predictor's vertex state (the weak one keeps a state byte a vertex, the strong
-    one SSSP's lightest in-edge) plus ``fraction`` of the algorithm's page bytes, at least
-    two slots: the same room for pages under every predictor."""
-    from seraph.backends.layout import Layout
-
-    sssp = alg == "sssp"
-    layout = Layout.plan(graph, predictor == "weak", None, weights=sssp,
-                         lightest=sssp and predictor == "strong")
-    pages = max(2 * layout.slot_bytes, fraction * bench_gpu.pass_bytes(graph, alg))
-    return int(layout.state_bytes + pages)
-
-
 def call(graph, alg: str, source: int | None, predictor: str, budget: int, args, **extra):
     import seraph
 
@@ -72,7 +59,8 @@ def totals(log: list[dict]) -> dict:
 
 
 def cell(graph, name: str, alg: str, predictor: str, sources: list, args, want) -> dict:
-    room = budget(graph, alg, predictor, args.budget_fraction)
+    # The same room for pages under every predictor, beside its own vertex state.
+    room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction, predictor)
     trace = args.trace_dir is not None
     first = call(graph, alg, sources[0], predictor, room, args, trace=trace)
     if trace:
@@ -94,7 +82,8 @@ def run(args) -> list[dict]:
         picked = random_sources(graph, args.sources, 0)
         for alg in ALGORITHMS:
             sources = picked if alg == "sssp" else [None] * args.sources
-            room = budget(graph, alg, "none", args.budget_fraction)
+            room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction,
+                                          "none")
             want = call(graph, alg, sources[0], "none", room, args).values
             for predictor in PREDICTORS:
                 bench_gpu.log(f"{name} {alg} {predictor}")

@@ -107,8 +107,8 @@ class DenseRounds:
         run.activity.swept(pages, done, res.sweeps, last)
         run.epoch = last
         s = run.stats
-        edges = self._edges_of(pages)
-        s.edges_swept += int(edges[-1] * (res.sweeps - 1) + edges[done])
+        edges = self._edges_of(pages)  # the pages' edge counts
+        s.edges_swept += int(edges.sum() * (res.sweeps - 1) + edges[:done].sum())
         s.sweeps += res.sweeps
         s.reentries += res.sweeps - 1
         s.kernel_time += end - start - (compile_seconds() - compiled)
@@ -125,11 +125,9 @@ class DenseRounds:
         return pages if res.sweeps > 1 else pages[:done]
 
     def _edges_of(self, pages: np.ndarray) -> np.ndarray:
-        """Prefix sums of the pages' edge counts (each page holds page_edges, the last one
-        the rest)."""
+        """The pages' edge counts (each page holds page_edges, the last one the rest)."""
         g = self.run.g
-        counts = np.minimum(g.page_edges, g.num_edges - pages * g.page_edges)
-        return np.concatenate(([0], np.cumsum(counts)))
+        return np.minimum(g.page_edges, g.num_edges - pages * g.page_edges)
 
     def sweep_window(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int,
                      incoming: int | None = None, swept: np.ndarray | None = None) -> None:
