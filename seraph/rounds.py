@@ -9,6 +9,7 @@ Each part keeps a reference to its run, whose epoch, threshold and statistics th
 from __future__ import annotations
 
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,7 +64,7 @@ class DenseRounds:
     schedule's windows."""
 
     def __init__(self, run: Run):
-        self.run = run
+        self.run = weakref.proxy(run)  # see Run.__init__
         self._round_min, self._round_succeeded = run.alg.inf, 0
 
     def round(self):
@@ -154,7 +155,7 @@ class SparseRounds:
     limit, a round touches just those edges instead of every active page."""
 
     def __init__(self, run: Run):
-        self.run = run
+        self.run = weakref.proxy(run)  # see Run.__init__
 
     def is_sparse(self, frontier: np.ndarray) -> bool:
         run = self.run

@@ -123,6 +123,9 @@ class Run:
         self.bottom_up_limit = backend.bottom_up_edge_limit(self.push_limit, m)
         self.activity = PageActivity(graph, backend)
         self.slots = Slots(graph, backend, stats, trace, self.t0)
+        # The rounds refer back to the run weakly, so the run and everything its parts hold
+        # (device arrays among them) go as soon as the call ends, not at the next garbage
+        # collection: the next call's budget would otherwise share the device with them.
         self.dense = DenseRounds(self)
         self.sparse = SparseRounds(self)
 

@@ -257,6 +257,35 @@ def test_a_first_dense_round_of_cc_sweeps_every_edge(device):
     assert stats.round_log[0]["attempted"] > 0
 
 
+
+@pytest.mark.parametrize("algorithm", ["bfs", "sssp", "cc"])
+def test_a_run_is_gone_when_its_call_returns(monkeypatch, device, algorithm):
+    """The run and its backend go as the call returns, not at a later garbage collection:
+    on a device their arrays would otherwise share the next call's budget."""
+    import gc
+    import weakref
+
+    from seraph import scheduler
+
+    runs = []
+    original = scheduler.Run.__init__
+
+    def remembered(run, *args, **kwargs):
+        original(run, *args, **kwargs)
+        runs.extend((weakref.ref(run), weakref.ref(run.be)))
+
+    monkeypatch.setattr(scheduler.Run, "__init__", remembered)
+    graph = Graph.from_edges(np.arange(20), np.arange(1, 21), np.ones(20, np.float32), 21,
+                             symmetrize=True, page_edges=4)
+    gc.disable()
+    try:
+        seraph.run(graph, algorithm, 0 if algorithm != "cc" else None, device=device,
+                   device_memory=budget(graph, 2, False, algorithm, strong=True),
+                   components="propagation" if algorithm == "cc" else "union-find")
+        assert runs and all(ref() is None for ref in runs)
+    finally:
+        gc.enable()
+
 # -- hypothesis: random graphs, each with a random configuration ----------------------------
 configs = st.builds(Config, st.sampled_from(SCHEDULES), st.sampled_from(PREDICTORS),
                     st.sampled_from(PAGE_EDGES), st.sampled_from(SLOTS),

@@ -789,9 +789,9 @@ class CudaBackend(HostPush):
             self._host = None
         self.copy_stream.synchronize()
         self.compute_stream.synchronize()
-        # The run's parts refer to each other, so the run, and this backend with it, lives
-        # on until the garbage collector finds it: the device arrays go back to the pool
-        # now, or the next run would find less room than its budget says.
+        # The device arrays go back to the pool now, also where something outlives the
+        # call with this backend (a failed call's traceback), or the next run would find
+        # less room than its budget says.
         for name, value in list(vars(self).items()):
             if isinstance(value, cp.ndarray) or isinstance(value, list | tuple) and \
                     any(isinstance(v, cp.ndarray) for v in value):
