@@ -13,11 +13,11 @@ from seraph.units import format_size
 #: The most source blocks the activity summary tracks; more blocks are more precise but
 #: cost more per activity check.
 MAX_BLOCKS = 4096
-#: A push phase on a device lists at most 1/FRONTIER_SHARE of the vertices, so its four
-#: lists (near and far, each with the next one; int32) and the near list's edge offsets
-#: (int64) cost 3 bytes a vertex, not 24; a larger frontier goes to a dense round. A graph
-#: of up to FRONTIER_MIN vertices has room for all of them (1.5 MiB at most), so small
-#: graphs push as far as the CPU engine does.
+#: A push phase on a device lists at most 1/FRONTIER_SHARE of the vertices, so its two
+#: near lists (this round's and the next; int32) and their edge offsets (int64) cost 2
+#: bytes a vertex, not 16; a larger frontier goes to a dense round (or, in near-far, waits
+#: far). A graph of up to FRONTIER_MIN vertices has room for all of them (1 MiB at most), so
+#: small graphs push as far as the CPU engine does.
 FRONTIER_SHARE = 8
 FRONTIER_MIN = 1 << 16
 #: The most blocks a device's push loop runs (co-resident ones: about a thousand on an
@@ -65,13 +65,13 @@ class Layout:
         num_blocks = max(1, ((n - 1) >> block_shift) + 1)
         # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs; a
         # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
-        # the device; a symmetric graph's are the CSC's); the push phase's four lists and
+        # the device; a symmetric graph's are the CSC's); the push phase's two lists and
         # edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the hub chunk list (none on a graph
         # without hubs); and SSSP's lightest in-edge, one byte a vertex
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
         state = n * (4 + 1 + (1 if weak else 0) + (1 if lightest else 0)) + \
-            8 * indptrs * (n + 1) + num_blocks * 8 + 24 * frontier + DEVICE_SCRATCH + \
+            8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + DEVICE_SCRATCH + \
             PAGE_BYTES * (pages + 1) + \
             graph_hub_chunks(graph).nbytes
         slot = graph.page_edges * (8 if weights else 4)

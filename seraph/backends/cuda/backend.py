@@ -349,11 +349,10 @@ class CudaBackend(HostPush):
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
-            # The push phase's lists (near, next near, far, next far; kernels/push.cu),
-            # the near list's edge offsets and a word per block of the loop's scan.
+            # The push phase's near lists (this round's and the next; kernels/push.cu),
+            # their edge offsets and a word per block of the loop's scan.
             self._capacity = frontier_capacity(n)
             self._near = [cp.empty(self._capacity, dtype=cp.int32) for _ in range(2)]
-            self._far = [cp.empty(self._capacity, dtype=cp.int32) for _ in range(2)]
             self._ends = cp.zeros(self._capacity + 1, dtype=cp.int64)
             self._block_sums = cp.zeros(max(1, self._push_grid), dtype=cp.int64)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
@@ -461,7 +460,7 @@ class CudaBackend(HostPush):
         self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
         self._window = tuple(_STATUS + i * (w + 1) for i in range(_WINDOW_ARRAYS))
         self._window_views = tuple(io[a:a + w + 1] for a in self._window)
-        # The push loop's (kernels/push.cu): list ends [0, 4), result [4, 12), the smallest
+        # The push loop's (kernels/push.cu): counters [0, 4), result [4, 12), the smallest
         # values [12, 14) (four of the value type), fresh from a pinned template.
         self._loop_io = cp.zeros(14, dtype=cp.int64)
         self._loop_host = cupyx.empty_pinned(14, dtype=np.int64)
@@ -658,9 +657,8 @@ class CudaBackend(HostPush):
         blocks, parent = self._blocks(n), self.values
         rows = {"indptr": self.indptr, "indices": self._csc_indices, "parent": parent, "n": n}
         with self.compute_stream:
-            for position in range(SAMPLE_ROUNDS):
-                _kernel("link_sampled")(blocks, **rows, position=position)
-                _kernel("compress")(blocks, parent=parent, n=n)
+            _kernel("link_sampled")(blocks, **rows, count=SAMPLE_ROUNDS)
+            _kernel("compress")(blocks, parent=parent, n=n)
             # After a compression each vertex holds its root. The sample and its roots sit
             # in the push lists' room, which the budget counts.
             picks = self._ends[:min(GIANT_SAMPLES, self._capacity)]
@@ -708,7 +706,7 @@ class CudaBackend(HostPush):
         count, edges = self._count_selected(self.changed, self._flag_set, self._out_indptr)
         vertices = None
         if edges < edge_limit and count <= self._capacity:
-            vertices = self._far[0][:count]  # where the push loop's frontier starts
+            vertices = self._near[0][:count]  # where the push loop's frontier starts
             self._list_selected(self.changed, self._flag_set, vertices)
         with self.compute_stream:
             self.changed.fill(0)
@@ -725,10 +723,10 @@ class CudaBackend(HostPush):
             vertices = frontier.get(stream=self.compute_stream) if on_device else \
                 np.asarray(frontier)
             return super().push(np.sort(vertices).astype(np.int64), edge_limit, epoch)
-        start, count, stream = self._far[0], len(frontier), self.compute_stream
+        start, count, stream = self._near[0], len(frontier), self.compute_stream
         if not on_device:
             start[:count].set(np.asarray(frontier, dtype=np.int32), stream=stream)
-        elif frontier.data.ptr != start.data.ptr:  # take_changed lists into _far[0]
+        elif frontier.data.ptr != start.data.ptr:  # take_changed lists into _near[0]
             with stream:
                 start[:count] = frontier
         alg, io = self.algorithm, self._loop_io
@@ -736,8 +734,8 @@ class CudaBackend(HostPush):
                 cp.cuda.runtime.memcpyHostToDevice, stream)
         with stream:
             self._push_loop(
-                self._push_grid, near_a=self._near[0], near_b=self._near[1],
-                far_a=self._far[0], far_b=self._far[1], count=count, capacity=self._capacity,
+                self._push_grid, near_a=self._near[0], near_b=self._near[1], count=count,
+                capacity=self._capacity, n=self.graph.num_vertices,
                 ends=self._ends, block_sums=self._block_sums, out_indptr=self._out_indptr,
                 **self._edges(*self._out_edges_on_device()), delta=self._delta,
                 edge_limit=min(edge_limit, 1 << 62), claimed=self._changed_words,
@@ -748,12 +746,13 @@ class CudaBackend(HostPush):
                 result=io[4:12])
             self.changed.fill(0)
         host = self._read_back(io, self._loop_host)
-        rounds, edges, lowered, near, far, nq, fq, overflow = (int(x) for x in host[4:12])
+        rounds, edges, near, nq, overflow = (int(x) for x in host[4:9])
+        lowered = int(host[2])
         mins = host[12:14].view(alg.dtype)
         # Unlisted waiting vertices were written in the phase: its smallest write bounds them.
         minimum = min(mins[1], mins[2]) if overflow else mins[1]
-        cap = self._capacity
-        waiting = self._near[nq][:min(near, cap)] if near else self._far[fq][:min(far, cap)]
+        # The phase ends with near vertices waiting, or with none waiting at all.
+        waiting = self._near[nq][:min(near, self._capacity)]
         return PushOutcome(waiting, rounds, edges, lowered, minimum)
 
     def _out_edges_on_device(self) -> tuple[cp.ndarray, cp.ndarray]:

@@ -97,12 +97,12 @@ KERNELS = {
     # A sparse phase's push rounds, near-far with a finite delta (push.cu); launched
     # cooperatively.
     "push_loop": Kernel("push.cu", (
-        "int* near_a", "int* near_b", "int* far_a", "int* far_b", "long long count",
-        "long long capacity", "long long* ends", "long long* block_sums",
-        "const long long* out_indptr", *_EDGES, "V delta", "long long edge_limit",
-        "unsigned int* claimed", "unsigned char* states", "unsigned char initial_state",
-        "long long* block_epoch", "int block_shift", "long long epoch",
-        "unsigned long long* counters", "V* mins", "long long* result"), _PULL_TYPES),
+        "int* near_a", "int* near_b", "long long count", "long long capacity", "long long n",
+        "long long* ends", "long long* block_sums", "const long long* out_indptr", *_EDGES,
+        "V delta", "long long edge_limit", "unsigned int* claimed", "unsigned char* states",
+        "unsigned char initial_state", "long long* block_epoch", "int block_shift",
+        "long long epoch", "unsigned long long* counters", "V* mins", "long long* result"),
+        _PULL_TYPES),
     "count_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "const long long* indptr", "long long n",
         "unsigned long long* totals"), tuple(VALUE_TYPES)),
@@ -115,7 +115,7 @@ KERNELS = {
     # Union-find components (union_find.cu): the CSC's rows, and CC's labels as parents.
     "link_sampled": Kernel("union_find.cu", (
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
-        "long long position")),
+        "long long count")),
     "link_rest": Kernel("union_find.cu", (
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
         "long long first", "int skip_root")),

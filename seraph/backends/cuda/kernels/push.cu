@@ -12,12 +12,12 @@
 // rounds are near-far (A. Davidson, S. Baxter, M. Garland, J. Owens. Work-efficient
 // parallel GPU methods for single-source shortest paths. IPDPS 2014), a two-bucket
 // delta-stepping: a lowered vertex whose value is at most `split` joins the next round,
-// one above it waits in the far list; when no near vertex is left, split moves to the
-// smallest waiting value plus delta and the far vertices up to it come near. Pushing only
-// vertices that are (nearly) final keeps a weighted grid from re-pushing each vertex
-// dozens of times, as unordered Bellman-Ford rounds do. Exactness does not depend on the
-// order: every lowered vertex is listed near or far, and the loop ends only when both
-// lists are empty, so every vertex pushes its final value.
+// one above it is flagged far; when no near vertex is left, split moves to the smallest
+// far value plus delta and the far vertices up to it come near. Pushing only vertices that
+// are (nearly) final keeps a weighted grid from re-pushing each vertex dozens of times, as
+// unordered Bellman-Ford rounds do. Exactness does not depend on the order: every lowered
+// vertex is listed near or flagged far, and the loop ends only when neither is left, so
+// every vertex pushes its final value.
 //
 // The out-edges are read where they are: the host's pinned CSR mapped into the device's
 // address space (zero-copy), or the device's own copy of a resident symmetric graph. A
@@ -26,18 +26,20 @@
 // round edge e finds its vertex by binary search, so consecutive threads read consecutive
 // edges of a row (coalesced reads over PCIe).
 //
-// A vertex is listed once per list: its byte in `claimed` (the backend's changed flags,
-// all zero when a phase starts) holds NEAR_BIT while it is in the next near list and
-// FAR_BIT while it is in the far list, set by a word-wide atomicOr; each list has room for
-// `capacity` vertices, and appends beyond it are counted, not listed: the phase then ends
-// and a dense round takes over. A lowered vertex also gets its block marked and its weak
-// predictor state reset, as a pull's success does.
+// Each vertex has a byte in `claimed` (the backend's changed flags, all zero when a phase
+// starts): NEAR_BIT while it is in the next near list (set by a word-wide atomicOr, so it
+// is listed once), FAR_BIT while it waits far. The near lists have room for `capacity`
+// vertices; appends beyond it are counted, not listed. In near-far such a vertex waits far
+// instead; without it (BFS, CC) the phase ends there and a dense round takes over. A
+// lowered vertex also gets its block marked and its weak predictor state reset, as a
+// pull's success does.
 //
-// The phase ends when both lists are empty (converged), when a list overflows, or, after
-// at least one round, when the near list has `edge_limit` out-edges or more. `result` then
-// holds: rounds, edges relaxed, vertices lowered, near and far vertices waiting, which
-// buffer holds each list, and whether a list overflowed; `mins` the smallest waiting value
-// (the strong rule's threshold: every later update descends from a waiting vertex).
+// The phase ends when nothing waits (converged), when a list overflows (not in near-far),
+// or, after at least one round, when the near list has `edge_limit` out-edges or more.
+// `result` then holds: rounds, edges relaxed, near vertices waiting, which buffer holds
+// the near list, and whether it overflowed; `counters[2]` the vertices lowered and `mins`
+// the smallest waiting value (the strong rule's threshold: every later update descends
+// from a waiting vertex).
 //
 // The kernels' parameters (PUSH_LOOP_PARAMS) and OWES come from the header that
 // seraph/backends/cuda/kernels/interface.py writes in front of this file.
@@ -68,16 +70,19 @@ __device__ __forceinline__ T fresh(const T* p) {
 }
 
 // Appends v (where `want`) to `list`, one atomic per warp; every lane of the warp calls it.
-__device__ __forceinline__ void append(bool want, int v, unsigned long long* end, int* list,
+// Returns whether v found room (`end` counts the appends beyond `capacity` too).
+__device__ __forceinline__ bool append(bool want, int v, unsigned long long* end, int* list,
                                        long long capacity) {
     const unsigned ballot = __ballot_sync(ALL_LANES, want);
-    if (!ballot) return;
+    if (!ballot) return false;
     const int lane = threadIdx.x & 31;
     unsigned long long base = 0;
     if (lane == 0) base = atomicAdd(end, (unsigned long long)__popc(ballot));
     base = __shfl_sync(ALL_LANES, base, 0);
     const unsigned long long at = base + __popc(ballot & ((1u << lane) - 1));
-    if (want && at < (unsigned long long)capacity) list[at] = v;
+    const bool room = want && at < (unsigned long long)capacity;
+    if (room) list[at] = v;
+    return room;
 }
 
 // The inclusive prefix sum of x over the block, and the block's total.
@@ -158,89 +163,95 @@ __device__ __forceinline__ long long owner(const long long* ends, long long coun
 }
 
 template <typename V>
-struct Lists {
+struct Phase {
     int* near;
     int* next;
-    int* far;
     unsigned long long* next_end;
-    unsigned long long* far_end;
+    unsigned long long* lowered;
     long long capacity;
+    bool far_mode;  // a finite delta: near-far
 };
 
-// One round over the `total` out-edges of near[0..count): lowered vertices go to the next
-// near list (value <= split) or the far list, which count them; the smallest value written
+// One round over the `total` out-edges of near[0..count): a lowered vertex joins the next
+// near list (value <= split) or is flagged far; in near-far a vertex the list has no room
+// for is flagged far too (without near-far the overflow ends the phase: BFS's strong rule
+// needs every vertex of a level pushed in the level's round). The smallest value written
 // goes into *written.
 template <typename V>
-__device__ void relax(const Lists<V>& l, long long count, long long total, const long long* ends,
+__device__ void relax(const Phase<V>& p, long long count, long long total, const long long* ends,
                       const long long* out_indptr, const int* __restrict__ indices,
                       const float* __restrict__ weights, V* values, int mode, V inf, V split,
                       unsigned int* claimed, unsigned char* states, unsigned char initial_state,
                       long long* block_epoch, int block_shift, long long epoch, V* written) {
-    V lowest = inf;
     const long long stride = (long long)gridDim.x * blockDim.x;
     // Every lane of a warp runs the same number of iterations, so the ballots are whole.
     const long long trips = (total + stride - 1) / stride;
+    V lowest = inf;
     for (long long r = 0; r < trips; ++r) {
         const long long e = r * stride + blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        bool near = false, far = false;
+        bool lowered = false, near = false;
         int v = 0;
         if (e < total) {
             const long long i = owner(ends, count, e);
-            const int u = l.near[i];
+            const int u = p.near[i];
             const long long edge = out_indptr[u] + (e - ends[i]);
             v = indices[edge];
             const V cand = candidate<V>(values[u], weights, edge, mode, inf);
             if (less_value(cand, values[v]) &&
                 less_value(cand, atomic_min_value(&values[v], cand))) {
+                lowered = true;
                 block_epoch[v >> block_shift] = epoch;
                 if (states) states[v] = initial_state | (states[v] & OWES);
                 lowest = min_value(lowest, cand);
                 if (!less_value(split, cand)) near = claim(claimed, v, NEAR_BIT);
-                else far = claim(claimed, v, FAR_BIT);
+                else claim(claimed, v, FAR_BIT);
             }
         }
-        append(near, v, l.next_end, l.next, l.capacity);
-        append(far, v, l.far_end, l.far, l.capacity);
+        const unsigned ballot = __ballot_sync(ALL_LANES, lowered);
+        if ((threadIdx.x & 31) == 0 && ballot) atomicAdd(p.lowered, __popc(ballot));
+        const bool listed = append(near, v, p.next_end, p.next, p.capacity);
+        if (p.far_mode && near) {
+            // Listed: pushed next round with its value then, so no longer far; no room:
+            // left far (and unclaimed, or no later lowering could list it).
+            const unsigned shift = 8 * (v & 3);
+            if (listed) {
+                atomicAnd(&claimed[v >> 2], ~(FAR_BIT << shift));
+            } else {
+                atomicAnd(&claimed[v >> 2], ~(NEAR_BIT << shift));
+                atomicOr(&claimed[v >> 2], FAR_BIT << shift);
+            }
+        }
     }
     block_min_into(lowest, written, inf);
 }
 
-// The far list's vertices at most `split` away go to the near list, the others to the new
-// far list; returns the new split (the smallest far value plus delta; with an infinite
-// delta every vertex comes near).
+// Near-far's step when the near list is empty: split moves to the smallest far value plus
+// delta, and the far vertices up to it, as many as the list holds, come near. Returns
+// false when no vertex is far (the phase has converged).
 template <typename V>
-__device__ V advance(cg::grid_group& grid, const int* far, long long far_count, int* near,
-                     unsigned long long* near_end, int* new_far, unsigned long long* new_far_end,
-                     long long capacity, const V* values, V inf, V delta, V* lowest,
-                     unsigned int* claimed) {
-    V split = inf;
-    if (less_value(delta, inf)) {
-        V mine = inf;
-        for (long long i = grid.thread_rank(); i < far_count; i += grid.size())
-            mine = min_value(mine, values[far[i]]);
-        block_min_into(mine, lowest, inf);
-        grid.sync();
-        split = add_value(fresh(lowest), delta);
-    }
+__device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned long long* near_end,
+                        long long capacity, const V* values, V inf, V delta, V* lowest,
+                        unsigned int* claimed, V& split) {
+    V mine = inf;
+    for (long long v = grid.thread_rank(); v < n; v += grid.size())
+        if (flag(claimed, (int)v) & FAR_BIT) mine = min_value(mine, values[v]);
+    block_min_into(mine, lowest, inf);
+    grid.sync();
+    const V low = fresh(lowest);
+    if (!less_value(low, inf)) return false;
+    split = add_value(low, delta);
     const long long stride = grid.size();
-    const long long trips = (far_count + stride - 1) / stride;
+    const long long trips = (n + stride - 1) / stride;
     for (long long r = 0; r < trips; ++r) {
-        const long long i = r * stride + grid.thread_rank();
-        bool to_near = false, to_far = false;
-        int v = 0;
-        if (i < far_count) {
-            v = far[i];
-            to_near = !less_value(split, values[v]);
-            to_far = !to_near;
-            // Each far vertex is listed once, so its flag has one writer here.
-            flag(claimed, v) = to_near ? NEAR_BIT : FAR_BIT;
-        }
-        append(to_near, v, near_end, near, capacity);
-        append(to_far, v, new_far_end, new_far, capacity);
+        const long long v = r * stride + grid.thread_rank();
+        const bool want = v < n && (flag(claimed, (int)v) & FAR_BIT) &&
+                          !less_value(split, values[v]);
+        // One thread per vertex: a plain store.
+        if (append(want, (int)v, near_end, near, capacity)) flag(claimed, (int)v) = NEAR_BIT;
     }
     grid.sync();
     if (grid.thread_rank() == 0) *lowest = inf;  // read by every thread before the sync
-    return split;
+    return true;
 }
 
 // Every near vertex's NEAR_BIT cleared (each is listed once: one writer), so that a round
@@ -251,78 +262,79 @@ __device__ void unclaim_near(cg::grid_group& grid, const int* near, long long co
         flag(claimed, near[i]) &= ~NEAR_BIT;
 }
 
-// The smallest value of the vertices listed in near[0..near_count) and far[0..far_count).
+// The smallest value of the vertices waiting: listed in near[0..count), or flagged far.
 template <typename V>
-__device__ void waiting_minimum(cg::grid_group& grid, const int* near, long long near_count,
-                                const int* far, long long far_count, const V* values, V inf,
-                                V* out) {
+__device__ void waiting_minimum(cg::grid_group& grid, const int* near, long long count,
+                                long long n, const unsigned int* claimed, const V* values,
+                                V inf, V* out) {
     V mine = inf;
-    for (long long i = grid.thread_rank(); i < near_count + far_count; i += grid.size())
-        mine = min_value(mine, values[i < near_count ? near[i] : far[i - near_count]]);
+    for (long long i = grid.thread_rank(); i < count; i += grid.size())
+        mine = min_value(mine, values[near[i]]);
+    for (long long v = grid.thread_rank(); v < n; v += grid.size())
+        if (reinterpret_cast<const unsigned char*>(claimed)[v] & FAR_BIT)
+            mine = min_value(mine, values[v]);
     block_min_into(mine, out, inf);
 }
 
-// Lists: near_a, near_b, far_a, far_b (each `capacity` long); the initial frontier is in
-// far_a[0..count). counters: [0, 1] the near lists' ends, [2, 3] the far lists'; mins: [0]
-// an advance's smallest far value, [1] the smallest value of the listed waiting vertices,
-// [2] the smallest value the phase wrote (what the host takes with [1] when a list
-// overflowed: unlisted waiting vertices were written in the phase); all zero / inf at
-// launch. block_sums: a word per block. result: see the top of this file.
+// Lists near_a and near_b (each `capacity` long); the initial frontier is in
+// near_a[0..count). counters: [0, 1] the near lists' ends, [2] the vertices lowered; mins:
+// [0] an advance's smallest far value, [1] the smallest waiting value, [2] the smallest
+// value the phase wrote (what the host takes with [1] when the list overflowed: unlisted
+// waiting vertices were written in the phase); all zero / inf at launch. block_sums: a word
+// per block. result: see the top of this file.
 template <typename V>
 __global__ void push_loop(PUSH_LOOP_PARAMS) {
     cg::grid_group grid = cg::this_grid();
-    int* near_lists[2] = {near_a, near_b};
-    int* far_lists[2] = {far_a, far_b};
-    int nq = 0, fq = 0;  // which buffer holds the near and the far list
-    long long near_count = 0, far_count = count, rounds = 0, edges = 0, lowered = 0;
+    int* lists[2] = {near_a, near_b};
+    const bool far_mode = less_value(delta, inf);
+    int nq = 0;  // which buffer holds the near list
+    long long near_count = count, rounds = 0, edges = 0;
     V split = inf;
     bool overflow = false;
+    if (far_mode) {
+        // The frontier starts far: the first advance takes its nearest vertices.
+        for (long long i = grid.thread_rank(); i < count; i += grid.size())
+            flag(claimed, near_a[i]) = FAR_BIT;
+        near_count = 0;
+        grid.sync();
+    }
     while (true) {
         if (near_count == 0) {
-            if (far_count == 0) break;  // converged
             // counters[nq] is zero: the near list is empty and its end was reset.
-            split = advance<V>(grid, far_lists[fq], far_count, near_lists[nq], &counters[nq],
-                               far_lists[fq ^ 1], &counters[2 + (fq ^ 1)], capacity, values,
-                               inf, delta, &mins[0], claimed);
+            if (!far_mode || !advance<V>(grid, n, lists[nq], &counters[nq], capacity, values,
+                                         inf, delta, &mins[0], claimed, split))
+                break;  // converged
             near_count = (long long)fresh(&counters[nq]);
-            far_count = (long long)fresh(&counters[2 + (fq ^ 1)]);
-            if (grid.thread_rank() == 0) counters[2 + fq] = 0;
-            fq ^= 1;
+            near_count = min(near_count, capacity);
         }
-        unclaim_near(grid, near_lists[nq], near_count, claimed);
-        const long long total = scan_out_degrees(grid, near_lists[nq], near_count, out_indptr,
-                                                 ends, block_sums);
+        unclaim_near(grid, lists[nq], near_count, claimed);
+        const long long total = scan_out_degrees(grid, lists[nq], near_count, out_indptr, ends,
+                                                 block_sums);
         if (rounds > 0 && total >= edge_limit) break;
-        const Lists<V> l{near_lists[nq], near_lists[nq ^ 1], far_lists[fq], &counters[nq ^ 1],
-                         &counters[2 + fq], capacity};
-        relax<V>(l, near_count, total, ends, out_indptr, indices, weights, values, mode, inf,
+        const Phase<V> p{lists[nq], lists[nq ^ 1], &counters[nq ^ 1], &counters[2], capacity,
+                         far_mode};
+        relax<V>(p, near_count, total, ends, out_indptr, indices, weights, values, mode, inf,
                  split, claimed, states, initial_state, block_epoch, block_shift, epoch,
                  &mins[2]);
         grid.sync();
         const long long next = (long long)fresh(&counters[nq ^ 1]);
-        const long long far_now = (long long)fresh(&counters[2 + fq]);
-        lowered += next + (far_now - far_count);
         rounds += 1;
         edges += total;
         if (grid.thread_rank() == 0) counters[nq] = 0;  // read by every thread before the sync
         nq ^= 1;
-        near_count = next;
-        far_count = far_now;
-        if (near_count > capacity || far_count > capacity) {
+        near_count = far_mode ? min(next, capacity) : next;
+        if (near_count > capacity) {
             overflow = true;
             break;
         }
     }
-    waiting_minimum<V>(grid, near_lists[nq], min(near_count, capacity), far_lists[fq],
-                       min(far_count, capacity), values, inf, &mins[1]);
+    waiting_minimum<V>(grid, lists[nq], min(near_count, capacity), n, claimed, values, inf,
+                       &mins[1]);
     if (grid.thread_rank() == 0) {
         result[0] = rounds;
         result[1] = edges;
-        result[2] = lowered;
-        result[3] = near_count;
-        result[4] = far_count;
-        result[5] = nq;
-        result[6] = fq;
-        result[7] = overflow;
+        result[2] = near_count;
+        result[3] = nq;
+        result[4] = overflow;
     }
 }

@@ -32,12 +32,15 @@ __device__ void link_pair(int* parent, int u, int v) {
     }
 }
 
-// Afforest's sampling: each vertex linked with its neighbour at `position` in its row.
+// Afforest's sampling: each vertex linked with the first `count` neighbours of its row, in
+// one pass: read in place, a row's first edges share a line of the host's memory, so one
+// pass moves it over PCIe once where a pass per neighbour moved it `count` times. (Afforest
+// compresses between neighbours; linking them together gives the same forest's sets.)
 __global__ void link_sampled(LINK_SAMPLED_PARAMS) {
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
          v += (long long)gridDim.x * blockDim.x) {
-        const long long e = indptr[v] + position;
-        if (e < indptr[v + 1]) link_pair(parent, (int)v, indices[e]);
+        const long long end = min(indptr[v] + count, indptr[v + 1]);
+        for (long long e = indptr[v]; e < end; ++e) link_pair(parent, (int)v, indices[e]);
     }
 }
 
