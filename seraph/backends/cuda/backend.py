@@ -41,18 +41,13 @@ from seraph.backends.base import BottomUpResult, PeakMemory, PushOutcome, SweepR
 from seraph.backends.caches import graph_cached, graph_hub_chunks, hand_back, take_pooled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.push import default_delta
-from seraph.backends.cpu.union_find import (
-    GIANT_SAMPLES,
-    SAMPLE_ROUNDS,
-    giant_sample,
-    most_common,
-)
+from seraph.backends.cpu.union_find import GIANT_SAMPLES, giant_sample, most_common
 from seraph.backends.cuda.kernels import interface
 from seraph.backends.layout import MAX_PUSH_BLOCKS, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.semiring import STORED
+from seraph.semiring import STORED, UNIT
 from seraph.spec import Output
 
 _THREADS = 256
@@ -61,6 +56,16 @@ _WINDOW_ARRAYS = 4  # a launch's window: pages, slot offsets, vertex and hub-chu
 _modules: dict[tuple[str, bool], cp.RawModule] = {}
 #: cudaHostRegisterMapped: the pinned pages are also addressable from kernels.
 _REGISTER_MAPPED = 2
+#: BFS's push limit when pages move: its levels push while their out-edges are fewer than
+#: m / LEVEL_PUSH_ALPHA. A dense round moves every active page, a pass over PCIe, where a
+#: pushed level reads just its frontier's out-edges in place, each once. Public calls at a
+#: quarter budget on an H100 (4 random sources): uniform-24 BFS took 0.060 s at alpha 20
+#: (a dense round, 2.15 GB copied) and 0.047 s at 2, 4 and 8 (five pushed levels, then
+#: bottom-up, nothing copied); R-MAT-24 and a road-like 2048^2 grid took the same at every
+#: alpha. SSSP keeps PUSH_ALPHA: delta-stepping relaxes edges more than once, and pushing
+#: further made uniform-24 slower (0.39 s at 20, 0.44-0.48 s at 1-4) while R-MAT-24 gained
+#: (0.29 s at 20, 0.22 s at 2).
+LEVEL_PUSH_ALPHA = 4.0
 #: When pages move, a bottom-up round takes up to this share of all edges (see
 #: CudaBackend.bottom_up_edge_limit).
 BOTTOM_UP_SHARE = 0.7
@@ -281,7 +286,10 @@ class CudaBackend(HostPush):
         """:data:`~seraph.backends.activity.PUSH_ALPHA`, resident or not: the push loop
         (kernels/push.cu) reads the frontier's out-edges where they are, the device's own
         copy or the host's pinned CSR, and a high-diameter graph's thousands of small
-        levels cost a dense round each without it."""
+        levels cost a dense round each without it. BFS levels push further when pages
+        move (:data:`LEVEL_PUSH_ALPHA`)."""
+        if self.algorithm.weight_mode == UNIT and not self.layout.resident:
+            return LEVEL_PUSH_ALPHA
         return PUSH_ALPHA
 
     def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
@@ -647,8 +655,8 @@ class CudaBackend(HostPush):
 
     def components(self) -> None:
         """Union-find on the device (kernels/union_find.cu), CC's values being the parents:
-        link each vertex with its first neighbours, find the largest component from a
-        sample, link the other vertices' remaining edges. The edges are read where they
+        link each vertex with its first neighbours (those of one read), find the largest
+        component from a sample, link the other vertices' rows. The edges are read where they
         are: the device's pages when resident, else the host's pinned CSC in place over
         PCIe, each about once and no page copied."""
         n = self.graph.num_vertices
@@ -657,7 +665,7 @@ class CudaBackend(HostPush):
         blocks, parent = self._blocks(n), self.values
         rows = {"indptr": self.indptr, "indices": self._csc_indices, "parent": parent, "n": n}
         with self.compute_stream:
-            _kernel("link_sampled")(blocks, **rows, count=SAMPLE_ROUNDS)
+            _kernel("link_sampled")(blocks, **rows)
             _kernel("compress")(blocks, parent=parent, n=n)
             # After a compression each vertex holds its root. The sample and its roots sit
             # in the push lists' room, which the budget counts.
@@ -666,7 +674,7 @@ class CudaBackend(HostPush):
             roots = self._near[0][:len(picks)]
             cp.take(parent, picks, out=roots)
             giant = most_common(roots.get(stream=self.compute_stream))
-            _kernel("link_rest")(blocks, **rows, first=SAMPLE_ROUNDS, skip_root=giant)
+            _kernel("link_rest")(blocks, **rows, skip_root=giant)
             _kernel("compress")(blocks, parent=parent, n=n)
         self.compute_stream.synchronize()
 

@@ -114,11 +114,10 @@ KERNELS = {
         "long long n", "unsigned char* spreads")),
     # Union-find components (union_find.cu): the CSC's rows, and CC's labels as parents.
     "link_sampled": Kernel("union_find.cu", (
-        "const long long* indptr", "const int* indices", "int* parent", "long long n",
-        "long long count")),
+        "const long long* indptr", "const int* indices", "int* parent", "long long n")),
     "link_rest": Kernel("union_find.cu", (
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
-        "long long first", "int skip_root")),
+        "int skip_root")),
     "compress": Kernel("union_find.cu", ("int* parent", "long long n")),
 }
 

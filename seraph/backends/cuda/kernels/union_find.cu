@@ -32,27 +32,55 @@ __device__ void link_pair(int* parent, int u, int v) {
     }
 }
 
-// Afforest's sampling: each vertex linked with the first `count` neighbours of its row, in
-// one pass: read in place, a row's first edges share a line of the host's memory, so one
-// pass moves it over PCIe once where a pass per neighbour moved it `count` times. (Afforest
-// compresses between neighbours; linking them together gives the same forest's sets.)
+// The edges of a row [start, end) in the 16-byte chunk that begins at edge `chunk` (a
+// multiple of 4), -1 where an edge is outside the row: one vector load when the chunk is
+// whole (the CSC's first edge on a 16-byte boundary), edge by edge at the CSC's end.
+__device__ __forceinline__ int4 row_chunk(const int* indices, long long m, long long chunk,
+                                          long long start, long long end) {
+    const bool whole = (reinterpret_cast<unsigned long long>(indices) & 15) == 0 &&
+                       chunk + 4 <= m;
+    int4 w = whole ? *reinterpret_cast<const int4*>(indices + chunk) : make_int4(-1, -1, -1, -1);
+    int* lane = reinterpret_cast<int*>(&w);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const long long e = chunk + i;
+        if (e < start || e >= end) lane[i] = -1;
+        else if (!whole) lane[i] = indices[e];
+    }
+    return w;
+}
+
+// Afforest's sampling, with one read of host memory for most vertices: read in place, each
+// load costs a PCIe request however few of its bytes are used (two passes of one 4-byte
+// load a vertex were 60% of CC's time on a uniform graph, and eight loads from one line
+// were no faster), so each vertex links the neighbours in its row's first 16-byte chunk
+// and, when that holds only one, in the next chunk too: at least two neighbours where the
+// row has them, as Afforest's two sampling passes link. (Linking more changes no component.)
 __global__ void link_sampled(LINK_SAMPLED_PARAMS) {
+    const long long m = indptr[n];
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
          v += (long long)gridDim.x * blockDim.x) {
-        const long long end = min(indptr[v] + count, indptr[v + 1]);
-        for (long long e = indptr[v]; e < end; ++e) link_pair(parent, (int)v, indices[e]);
+        const long long start = indptr[v], end = indptr[v + 1];
+        if (start == end) continue;
+        const long long chunk = start & ~3LL;
+        int4 a = row_chunk(indices, m, chunk, start, end), b = make_int4(-1, -1, -1, -1);
+        if (chunk + 4 - start < 2 && chunk + 4 < end) b = row_chunk(indices, m, chunk + 4, start, end);
+        const int sample[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+            if (sample[i] >= 0) link_pair(parent, (int)v, sample[i]);
     }
 }
 
-// The rest of each row, from `first` on, for the vertices outside the component of
-// `skip_root` (the largest one, found from a sample): on a symmetric graph an edge between
-// that component and another vertex is also in the other vertex's row.
+// Whole rows of the vertices outside the component of `skip_root` (the largest one, found
+// from the sample; relinking a sampled edge changes nothing): on a symmetric graph an edge
+// between that component and another vertex is also in the other vertex's row.
 __global__ void link_rest(LINK_REST_PARAMS) {
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
          v += (long long)gridDim.x * blockDim.x) {
         if (find_root(parent, (int)v) == skip_root) continue;
         const long long end = indptr[v + 1];
-        for (long long e = indptr[v] + first; e < end; ++e) link_pair(parent, (int)v, indices[e]);
+        for (long long e = indptr[v]; e < end; ++e) link_pair(parent, (int)v, indices[e]);
     }
 }
 
