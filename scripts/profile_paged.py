@@ -6,6 +6,7 @@ the time above the copy floor goes. The questions it answers, one per subcommand
     python scripts/profile_paged.py share  ... [--shares 0.5,0.6,0.7]
     python scripts/profile_paged.py final  ... [--final-sweeps 1,2,8]
     python scripts/profile_paged.py once   ... [--alg sssp]
+    python scripts/profile_paged.py kernels ... [--kind uniform]
 
 - ``rounds``: after every round of paged SSSP, the share of all in-edges whose heads the
   strong rule leaves open, with and without the lightest in-edge (seraph/lightest.py),
@@ -21,11 +22,15 @@ the time above the copy floor goes. The questions it answers, one per subcommand
   while that window was re-swept).
 - ``once``: one paged run of ``--alg``, for a profiler to wrap (scripts/profile_ncu.sh
   runs Nsight Compute over it).
+- ``kernels``: paged BFS, CC and SSSP, each kernel's device time (CUDA events around every
+  launch of kernels/, summed per kernel) beside the run's time and its phases (the trace):
+  where a run's time goes when no profiler is at hand. On the CPU, the phases only.
 
 The store is the one bench_gpu.py builds (same name, so a machine that ran the bench
-reuses it). Timed rows are the faster of two runs after a first one that pins the pages.
-It patches engine internals to observe them (``rounds``) or to vary a constant: a
-profiling tool, not an API.
+reuses it), or with ``--kind uniform`` a uniform random graph of the same scale. Timed
+rows are the faster of two runs after a first one that pins the pages. It patches engine
+internals to observe them (``rounds``, ``kernels``) or to vary a constant: a profiling
+tool, not an API.
 """
 
 from __future__ import annotations
@@ -49,16 +54,17 @@ ALGORITHMS = ("sssp", "bfs", "cc")
 
 
 def open_store(args) -> seraph.Graph:
-    """The store at ``--store``, or bench_gpu.py's RMAT at ``--scale`` (built if missing)."""
-    from partitioner.generators import gap_weights, rmat
+    """The store at ``--store``, or bench_gpu.py's RMAT (or a uniform graph, ``--kind``)
+    at ``--scale`` (built if missing)."""
+    from partitioner.generators import GENERATORS, gap_weights
     from partitioner.writer import Options, write_store
 
     path = Path(args.store or Path(args.workdir) /
-                f"rmat{args.scale}-ef16-s0-p{bench_gpu.page_edges_for(args.scale, 16, None)}"
-                ".zarr")
+                f"{args.kind}{args.scale}-ef16-s0-p"
+                f"{bench_gpu.page_edges_for(args.scale, 16, None)}.zarr")
     if not path.exists():
         start = time.perf_counter()
-        write_store(rmat(args.scale, 16, seed=0, weights=gap_weights()), path,
+        write_store(GENERATORS[args.kind](args.scale, 16, seed=0, weights=gap_weights()), path,
                     Options(symmetrize=True, seed=0,
                             page_edges=bench_gpu.page_edges_for(args.scale, 16, None),
                             memory=bench_gpu.preprocess_memory(None)), force=True)
@@ -203,11 +209,50 @@ def once(graph: seraph.Graph, args) -> None:
     print(f"{args.alg}: {row(runner(graph, args.alg, args)())}", flush=True)
 
 
+def kernels(graph: seraph.Graph, args) -> None:
+    launches: list[tuple[str, object, object]] = []
+    if args.device == "cuda":
+        import cupy as cp
+
+        from seraph.backends.cuda import backend as cuda_backend
+
+        def timed(kernel, blocks: int, **params) -> None:
+            stream = cp.cuda.get_current_stream()
+            begin, end = cp.cuda.Event(), cp.cuda.Event()
+            begin.record(stream)
+            launch(kernel, blocks, **params)
+            end.record(stream)
+            launches.append((kernel.name, begin, end))
+
+        launch = cuda_backend._Kernel.__call__
+        context = patched(cuda_backend._Kernel, "__call__", timed)
+    else:
+        context = contextlib.nullcontext()
+    for alg in ALGORITHMS:
+        run = runner(graph, alg, args)
+        run()  # pins the pages, compiles
+        with context:
+            launches.clear()
+            result = run(trace=True)
+        print(f"{alg}: {row(result)}  call {result.stats.call_time:.3f} s")
+        per_kernel: dict[str, list[float]] = {}
+        for name, begin, end in launches:
+            end.synchronize()
+            per_kernel.setdefault(name, []).append(cp.cuda.get_elapsed_time(begin, end))
+        for name, times in sorted(per_kernel.items(), key=lambda kv: -sum(kv[1])):
+            print(f"  kernel {name:16} x{len(times):<5} {sum(times):8.2f} ms")
+        for kind in sorted({e["kind"] for e in result.trace.events}):
+            spans = [e["end"] - e["start"] for e in result.trace.events if e["kind"] == kind]
+            print(f"  phase  {kind:9} x{len(spans):<5} {1e3 * sum(spans):8.2f} ms")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("rounds", "gaps", "share", "final", "once"))
+    p.add_argument("what", choices=("rounds", "gaps", "share", "final", "once", "kernels"))
     p.add_argument("--store", help="a preprocessed store (default: bench_gpu.py's RMAT)")
     p.add_argument("--scale", type=int, default=26)
+    p.add_argument("--kind", default="rmat", choices=("rmat", "uniform"),
+                   help="the generated graph, without --store")
     p.add_argument("--workdir", default="build", help="where the default store lives")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--fraction", type=float, default=0.25, help="of the page bytes")
@@ -227,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges, {graph.num_pages} "
           f"pages; {args.device}, {args.fraction:.0%} of the page bytes", flush=True)
     {"rounds": rounds, "gaps": gaps, "share": share, "final": final,
-     "once": once}[args.what](graph, args)
+     "once": once, "kernels": kernels}[args.what](graph, args)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import profile_paged  # noqa: E402
 
 @pytest.mark.parametrize("what, rows", [("rounds", "dense round 1"), ("gaps", "cc:"),
                                         ("share", "share  0.7"), ("final", "final sweeps 1"),
-                                        ("once", "sssp:")])
+                                        ("once", "sssp:"), ("kernels", "phase  push")])
 def test_subcommands_on_the_cpu(tmp_path, capsys, what, rows):
     profile_paged.main([what, "--scale", "11", "--workdir", str(tmp_path), "--device", "cpu",
                         "--trace-dir", str(tmp_path)])

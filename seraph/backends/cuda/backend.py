@@ -89,6 +89,7 @@ class _Kernel:
     (:mod:`.kernels.interface` declares them)."""
 
     def __init__(self, name: str, value_type: np.dtype | None, cooperative: bool):
+        self.name = name
         source = interface.KERNELS[name].source
         self.function = _kernels(source, cooperative).get_function(
             interface.name_expression(name, value_type))
