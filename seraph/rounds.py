@@ -18,7 +18,7 @@ from seraph import progress
 from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.caches import out_degrees
 from seraph.compiling import compile_seconds
-from seraph.predictors import NONE, WEAK
+from seraph.predictors import NONE
 from seraph.spec import ROUNDS
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ class DenseRounds:
         s.updates_succeeded += res.succeeded
         s.skipped_strong += res.skipped_strong
         s.skipped_weak += res.skipped_weak
+        if res.skipped_weak:
+            run.owes = run.skipped_ever = True
         if res.succeeded:
             self._round_succeeded += res.succeeded
             self._round_min = min(self._round_min, res.minimum)
@@ -187,11 +189,11 @@ class SparseRounds:
 
     def bottom_up(self) -> bool:
         """A round that pulls the vertices not yet proven final, when their in-edges are
-        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran. The
-        weak predictor's skips void the strong proofs, so under it no vertex counts as
-        settled."""
+        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran: only
+        while the strong threshold stands (:meth:`Run.threshold_stands`), which under the
+        weak predictor is until it first skips a vertex, and again after each re-check."""
         run = self.run
-        if not run.push_limit or run.predictor == WEAK or run.threshold < 0:
+        if not run.push_limit or not run.threshold_stands():
             return False
         start, compiled = time.perf_counter(), compile_seconds()
         res = run.be.bottom_up(run.threshold, run.bottom_up_limit, run.epoch + 1)

@@ -114,6 +114,10 @@ class Run:
         self.threshold = -1  # no vertex is proven converged before the first round
         self.forward = True
         self.rechecking = False  # the current round is the weak predictor's final re-check
+        # Whether a vertex may owe an attempt (the weak predictor skipped one since the last
+        # re-check), and whether any ever did: the strong threshold's proofs stand only
+        # while nothing owes, and BFS's count of rounds never again (design.md, section 8).
+        self.owes = self.skipped_ever = False
         self.t0 = time.perf_counter()
         m = graph.num_edges
         alpha = backend.default_push_alpha() if config.push_alpha is None else \
@@ -165,7 +169,8 @@ class Run:
                 sparse = frontier is not None and len(frontier) > 0
                 continue
             changed_min, succeeded = self.dense.round()
-            self.rechecking = False
+            if self.rechecking:  # it attempted every vertex that owed
+                self.owes = self.rechecking = False
             self.end_round(succeeded, changed_min)
             self.stats.log_round("dense")
             progress.round_done("dense", self.stats)
@@ -191,6 +196,14 @@ class Run:
             self.threshold = changed_min
         if self.predictor == WEAK:
             self.stats.predictor_states.append(self.be.state_counts())
+
+    def threshold_stands(self) -> bool:
+        """Whether :attr:`threshold` proves its vertices final: a round has set it, no
+        vertex owes an attempt, and for BFS, whose bound counts rounds, no round has ever
+        skipped one."""
+        if self.threshold < 0 or self.owes:
+            return False
+        return not (self.skipped_ever and self.alg.strong_rule == ROUNDS)
 
     def rounds_bound(self) -> int:
         """The BFS strong threshold: after k rounds every vertex within k hops holds its
