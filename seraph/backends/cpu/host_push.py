@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from seraph.backends.base import Backend, PushOutcome
-from seraph.backends.caches import hand_back, out_degrees, take_pooled
+from seraph.backends.caches import hand_back, take_pooled
 from seraph.backends.cpu.push import Scratch, push_until
 
 
@@ -28,8 +28,7 @@ class HostPush(Backend):
                                         lambda: Scratch(graph.num_vertices))
         values = self.host_values()
         res = push_until(indptr, indices, weights, values, np.asarray(frontier),
-                         alg.weight_mode, int(edge_limit), out_degrees(graph),
-                         scratch=self._scratch)
+                         alg.weight_mode, int(edge_limit), scratch=self._scratch)
         if len(res.changed):
             self.apply_host_changes(res.changed, epoch)
         # Read after apply_host_changes: host_values is the backend's own buffer.

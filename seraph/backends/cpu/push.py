@@ -99,9 +99,11 @@ def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     int64: every vertex whose value this round lowered) and the number of edges pushed.
     """
     edge_weights, stride = _edge_weights(indices, weights, values, weight_mode)
-    nxt, pushed = _push_round(indptr, indices, edge_weights, stride, values,
-                                 infinity(weight_mode), frontier, in_next, round_pieces())
-    nxt.sort()
+    nxt, pushed, _, ordered = _push_round(indptr, indices, edge_weights, stride, values,
+                                          infinity(weight_mode), frontier, in_next,
+                                          round_pieces())
+    if not ordered:
+        nxt.sort()
     return nxt, int(pushed)
 
 
@@ -133,13 +135,13 @@ class Scratch:
 
 def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                values: np.ndarray, frontier: np.ndarray, weight_mode: int,
-               max_frontier_edges: int, outdeg: np.ndarray,
-               delta: float | None = None, scratch: Scratch | None = None) -> PushResult:
+               max_frontier_edges: int, delta: float | None = None,
+               scratch: Scratch | None = None) -> PushResult:
     """Push until converged or until the waiting vertices have ``max_frontier_edges``
     out-edges or more (the hand-back to the dense engine).
 
     ``frontier`` must hold every vertex whose out-edges may not have been relaxed with its
-    current value; ``outdeg`` is ``np.diff(indptr)``. At least one round runs, so a caller
+    current value. At least one round runs, so a caller
     that hands over on the same threshold always makes progress.
 
     ``delta`` applies to stored weights only: the delta-stepping bin width (``None``: chosen
@@ -156,9 +158,9 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
         delta = default_delta(indptr, weights) if delta is None else _checked_delta(delta)
         if delta != math.inf:
             return _ordered(indptr, indices, edge_weights, values, frontier,
-                            max_frontier_edges, outdeg, delta, scratch.pend())
+                            max_frontier_edges, delta, scratch.pend())
     return _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode,
-                   max_frontier_edges, outdeg, scratch.in_next())
+                   max_frontier_edges, scratch.in_next())
 
 
 def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
@@ -186,27 +188,28 @@ def _checked_delta(delta: float) -> float:
 
 
 def _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode,
-            max_frontier_edges, outdeg, in_next) -> PushResult:
+            max_frontier_edges, in_next) -> PushResult:
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges
     (``in_next``: zero flags, zero again on return)."""
     frontier, rounds, edges, changed = _rounds_loop(
         indptr, indices, edge_weights, stride, values, infinity(weight_mode), frontier,
-        in_next, round_pieces(), max_frontier_edges, outdeg)
+        in_next, round_pieces(), max_frontier_edges)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
                       changed=_sorted_union([changed], len(values)))
 
 
 @njit(cache=True)
 def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_next,
-                 max_pieces, max_frontier_edges, outdeg):
+                 max_pieces, max_frontier_edges):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
     pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated)."""
     changed = np.empty(max(16, len(frontier)), dtype=np.int64)
     count = rounds = edges = 0
+    ordered = False
     while len(frontier):
-        frontier, pushed = _push_round(indptr, indices, weights, stride, values, inf,
-                                       frontier, in_next, max_pieces)
+        frontier, pushed, frontier_edges, ordered = _push_round(
+            indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces)
         rounds += 1
         edges += pushed
         if count + len(frontier) > len(changed):
@@ -215,14 +218,15 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
             changed = grown
         changed[count:count + len(frontier)] = frontier
         count += len(frontier)
-        if outdeg[frontier].sum() >= max_frontier_edges:
+        if frontier_edges >= max_frontier_edges:
             break
-    frontier.sort()  # the rounds' frontiers are in claim order, the hand-back is sorted
+    if not ordered:
+        frontier.sort()  # claims come in claim order, the hand-back is sorted
     return frontier, rounds, edges, changed[:count]
 
 
-def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, outdeg,
-             delta, pend) -> PushResult:
+def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, delta,
+             pend) -> PushResult:
     """Delta-stepping from ``frontier`` (stored float32 weights; ``pend``: all _UNTOUCHED,
     and so again on return)."""
     sample = weights[:: max(1, len(weights) // _WEIGHT_SAMPLES)]
@@ -322,13 +326,15 @@ def _edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _push_round(indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces):
-    """One push round; returns (next frontier, edges pushed). The next frontier is sorted
-    only when it comes from a scan: sorting a few hundred claims costs more than a small
-    round's pushing (a 1024^2 grid's BFS is 2045 such rounds), and claim order is
-    discovery order, which keeps the next round's reads near each other."""
-    claimed, offsets, counts, pushed = _push_frontier(
+    """One push round; returns (next frontier, edges pushed, the next frontier's out-edges,
+    whether it is sorted). The next frontier is sorted only when it comes from a scan:
+    sorting a few hundred claims costs more than a small round's pushing (a 1024^2 grid's
+    BFS is 2045 such rounds), and claim order is discovery order, which keeps the next
+    round's reads near each other."""
+    claimed, offsets, counts, pushed, out_edges = _push_frontier(
         indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces)
-    if _scan_is_faster(counts.sum(), len(values), max_pieces):
+    ordered = _scan_is_faster(counts.sum(), len(values), max_pieces)
+    if ordered:
         nxt = _ids_between(in_next, np.int64(1), np.int64(1))  # as from Python: one compile
     else:
         nxt = np.empty(counts.sum(), dtype=np.int64)
@@ -337,15 +343,15 @@ def _push_round(indptr, indices, weights, stride, values, inf, frontier, in_next
             nxt[k:k + counts[p]] = claimed[offsets[p]:offsets[p] + counts[p]]
             k += counts[p]
     in_next[nxt] = 0
-    return nxt, pushed
+    return nxt, pushed, out_edges, ordered
 
 
 @njit(cache=True)
 def _push_frontier(indptr, indices, weights, stride, values, inf, frontier, in_next,
                    max_pieces):
     """Relax every out-edge of ``frontier`` once; returns (claimed, offsets, counts, edges
-    pushed): piece p claimed (set ``in_next`` of, once each) the
-    vertices ``claimed[offsets[p]:offsets[p] + counts[p]]``.
+    pushed, the claimed vertices' out-edges): piece p claimed (set ``in_next`` of, once
+    each) the vertices ``claimed[offsets[p]:offsets[p] + counts[p]]``.
 
     Only the pushing itself runs in parallel: one parallel region per round, because each
     region wakes the thread pool, which is what small rounds (most rounds of a BFS or SSSP
@@ -363,24 +369,25 @@ def _push_frontier(indptr, indices, weights, stride, values, inf, frontier, in_n
     claimed = np.empty(offsets[-1], dtype=np.int64)
     counts = np.zeros(pieces, dtype=np.int64)
     pushed = np.zeros(pieces, dtype=np.int64)
+    out_edges = np.zeros(pieces, dtype=np.int64)
     if pieces == 1:
-        counts[0], pushed[0] = _push_piece(
+        counts[0], pushed[0], out_edges[0] = _push_piece(
             indptr, indices, weights, stride, values, inf, frontier, ends, in_next, 0, total,
             claimed)
     else:
         _push_pieces(indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
-                     offsets, claimed, counts, pushed)
-    return claimed, offsets, counts, pushed.sum()
+                     offsets, claimed, counts, pushed, out_edges)
+    return claimed, offsets, counts, pushed.sum(), out_edges.sum()
 
 
 @njit(parallel=True, cache=True)
 def _push_pieces(indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
-                 offsets, claimed, counts, pushed):
+                 offsets, claimed, counts, pushed, out_edges):
     """Push the round's edges as ``len(counts)`` equal pieces in parallel; piece p claims
-    into ``claimed[offsets[p]:offsets[p + 1]]`` and reports in ``counts/pushed[p]``."""
+    into ``claimed[offsets[p]:offsets[p + 1]]`` and reports in ``counts/pushed/out_edges[p]``."""
     total, pieces = ends[-1], len(counts)
     for p in prange(pieces):
-        counts[p], pushed[p] = _push_piece(
+        counts[p], pushed[p], out_edges[p] = _push_piece(
             indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
             _piece_end(total, pieces, p - 1), _piece_end(total, pieces, p),
             claimed[offsets[p]:offsets[p + 1]])
@@ -395,9 +402,11 @@ def _piece_end(total, pieces, p):
 @njit(inline="always", cache=True)
 def _push_piece(indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
                 lo, hi, out):
-    """Relax round edges [lo, hi); returns (vertices claimed into out, edges pushed)."""
+    """Relax round edges [lo, hi); returns (vertices claimed into out, edges pushed, the
+    claimed vertices' out-edges)."""
     claimed = 0
     pushed = 0
+    out_edges = 0
     i = np.searchsorted(ends, lo, side="right")  # the frontier vertex owning edge lo
     pos = lo
     while pos < hi:
@@ -415,10 +424,11 @@ def _push_piece(indptr, indices, weights, stride, values, inf, frontier, ends, i
                         and atomic_xchg(in_next, v, 1) == 0):
                     out[claimed] = v
                     claimed += 1
+                    out_edges += indptr[v + 1] - indptr[v]
             pushed += stop - pos
         pos = stop
         i += 1
-    return claimed, pushed
+    return claimed, pushed, out_edges
 
 
 # --------------------------------------------------------------------------------------
