@@ -1,10 +1,11 @@
 """Where the work goes, round by round, under each predictor (issue 22's first question).
 
     python scripts/bench_predictors.py [--device cpu|cuda] [--json-out FILE] [--md-out FILE]
-        [--trace-dir DIR]
+        [--trace-dir DIR] [--diagram NAME ...]
 
 SSSP and CC by label propagation (union-find has no rounds) on R-MAT, uniform and
-road-like grid graphs, under the predictors none, strong and weak, at a budget of the vertex
+road-like grid graphs, under the predictors none, strong and weak (and weak with each
+``--diagram``, a shipped diagram's name or a TOML file), at a budget of the vertex
 state plus ``--budget-fraction`` of the pages (pages move, so dense rounds sweep them), from
 ``--sources`` random non-isolated sources (seed 0; CC runs as many times). Per cell: the
 public call's median and maximum, and from the first source's run its per-round log
@@ -41,10 +42,17 @@ def graphs(args) -> dict[str, object]:
                                                                   args.page_edges)}
 
 
-def call(graph, alg: str, source: int | None, predictor: str, budget: int, args, **extra):
+def variants(args) -> dict[str, dict]:
+    """Each row's label and its predictor options."""
+    rows = {p: {"predictor": p} for p in PREDICTORS}
+    rows.update({f"weak ({d})": {"predictor": "weak", "diagram": d} for d in args.diagram})
+    return rows
+
+
+def call(graph, alg: str, source: int | None, predictor: dict, budget: int, args, **extra):
     import seraph
 
-    options = dict(device=args.device, device_memory=budget, predictor=predictor, **extra)
+    options = dict(device=args.device, device_memory=budget, **predictor, **extra)
     if alg == "cc":
         return seraph.connected_components(graph, components="propagation", **options)
     return seraph.sssp(graph, source, **options)
@@ -58,16 +66,18 @@ def totals(log: list[dict]) -> dict:
     return out
 
 
-def cell(graph, name: str, alg: str, predictor: str, sources: list, args, want) -> dict:
+def cell(graph, name: str, alg: str, label: str, predictor: dict, sources: list, args,
+         want) -> dict:
     # The same room for pages under every predictor, beside its own vertex state.
-    room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction, predictor)
+    room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction,
+                                  predictor["predictor"])
     trace = args.trace_dir is not None
     first = call(graph, alg, sources[0], predictor, room, args, trace=trace)
     if trace:
-        first.trace.write(Path(args.trace_dir) / f"{name}-{alg}-{predictor}.json".replace(
-            " ", "_"), first.stats)
+        file = f"{name}-{alg}-{label}.json".replace(" ", "_").replace("(", "").replace(")", "")
+        first.trace.write(Path(args.trace_dir) / file, first.stats)
     times = [call(graph, alg, s, predictor, room, args).stats.call_time for s in sources]
-    return {"graph": name, "algorithm": alg, "predictor": predictor, "budget": room,
+    return {"graph": name, "algorithm": alg, "predictor": label, "budget": room,
             "median": statistics.median(times), "max": max(times),
             "equal": bool(np.array_equal(first.values, want)),
             "totals": totals(first.stats.round_log), "round_log": first.stats.round_log,
@@ -84,10 +94,10 @@ def run(args) -> list[dict]:
             sources = picked if alg == "sssp" else [None] * args.sources
             room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction,
                                           "none")
-            want = call(graph, alg, sources[0], "none", room, args).values
-            for predictor in PREDICTORS:
-                bench_gpu.log(f"{name} {alg} {predictor}")
-                cells.append(cell(graph, name, alg, predictor, sources, args, want))
+            want = call(graph, alg, sources[0], {"predictor": "none"}, room, args).values
+            for label, predictor in variants(args).items():
+                bench_gpu.log(f"{name} {alg} {label}")
+                cells.append(cell(graph, name, alg, label, predictor, sources, args, want))
     return cells
 
 
@@ -128,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sources", type=int, default=4)
     p.add_argument("--budget-fraction", type=float, default=0.25)
     p.add_argument("--trace-dir", default=None, help="write each first run's trace here")
+    p.add_argument("--diagram", action="append", default=[],
+                   help="also run the weak predictor with this diagram (repeatable)")
     p.add_argument("--json-out", default=None)
     p.add_argument("--md-out", default=None, help=f"default {MD_DEFAULT}; '' for none")
     args = p.parse_args(argv)

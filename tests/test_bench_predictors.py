@@ -15,15 +15,17 @@ def test_the_predictor_study_on_the_cpu(tmp_path, capsys):
     out_json, traces = tmp_path / "p.json", tmp_path / "traces"
     rc = bench_predictors.main(["--scale", "9", "--side", "32", "--page-edges", "512",
                                 "--sources", "2", "--json-out", str(out_json),
-                                "--md-out", "", "--trace-dir", str(traces)])
+                                "--md-out", "", "--trace-dir", str(traces),
+                                "--diagram", "weak-patient"])
     assert rc == 0
     cells = json.loads(out_json.read_text())["cells"]
-    assert len(cells) == 3 * len(bench_predictors.ALGORITHMS) * len(bench_predictors.PREDICTORS)
+    rows = len(bench_predictors.PREDICTORS) + 1  # and weak with the patient diagram
+    assert len(cells) == 3 * len(bench_predictors.ALGORITHMS) * rows
     for cell in cells:
         assert cell["equal"] and 0 < cell["median"] <= cell["max"]
         totals, log = cell["totals"], cell["round_log"]
         assert totals["rounds"] == sum(entry["rounds"] for entry in log) > 0
-        if cell["predictor"] != "weak":
+        if not cell["predictor"].startswith("weak"):
             assert totals["skipped_weak"] == 0
     # On the uniform graph CC propagation sweeps pages, which the strong rule prunes.
     uniform_cc = {c["predictor"]: c["totals"] for c in cells
