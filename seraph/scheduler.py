@@ -213,8 +213,9 @@ class Run:
     def _recheck(self) -> bool:
         """Before reporting convergence: re-attempt every vertex the weak predictor owes.
 
-        Returns True if there is work to do (their pages are forced active)."""
-        if self.predictor != WEAK:
+        Returns True if there is work to do (their pages are forced active). With nothing
+        skipped since the last re-check no vertex owes, and the states are not looked at."""
+        if self.predictor != WEAK or not self.owes:
             return False
         pages = self.be.take_owing_pages()
         if not len(pages):
