@@ -4,8 +4,9 @@
         [--trace-dir DIR] [--diagram NAME ...]
 
 SSSP and CC by label propagation (union-find has no rounds) on R-MAT, uniform and
-road-like grid graphs, under the predictors none, strong and weak (and weak with each
-``--diagram``, a shipped diagram's name or a TOML file), at a budget of the vertex
+road-like grid graphs, under the predictors none, strong, weak and combined (and weak and
+combined with each ``--diagram``, a shipped diagram's name or a TOML file), at a budget of
+the vertex
 state plus ``--budget-fraction`` of the pages (pages move, so dense rounds sweep them), from
 ``--sources`` random non-isolated sources (seed 0; CC runs as many times). Per cell: the
 public call's median and maximum, and from the first source's run its per-round log
@@ -27,7 +28,7 @@ import benchlib
 import numpy as np
 
 MD_DEFAULT = benchlib.DOCS / "predictors-cpu.md"
-PREDICTORS = ("none", "strong", "weak")
+PREDICTORS = ("none", "strong", "weak", "combined")
 ALGORITHMS = ("sssp", "cc")
 
 
@@ -45,7 +46,8 @@ def graphs(args) -> dict[str, object]:
 def variants(args) -> dict[str, dict]:
     """Each row's label and its predictor options."""
     rows = {p: {"predictor": p} for p in PREDICTORS}
-    rows.update({f"weak ({d})": {"predictor": "weak", "diagram": d} for d in args.diagram})
+    rows.update({f"{p} ({d})": {"predictor": p, "diagram": d}
+                 for d in args.diagram for p in ("weak", "combined")})
     return rows
 
 

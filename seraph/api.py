@@ -26,6 +26,7 @@ from seraph.compiling import compile_seconds
 from seraph.errors import ConfigError, DeviceError, DeviceWarning, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
+from seraph.predictors import WITH_DIAGRAM
 from seraph.scheduler import EngineConfig, Run
 from seraph.spec import Algorithm
 from seraph.stats import RunStats, Trace
@@ -116,7 +117,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     device = resolve_device(config.device)
     predictor = config.resolved_predictor(algorithm)
     table, initial_state = None, 0
-    if predictor == "weak":
+    if predictor in WITH_DIAGRAM:
         from seraph.predictors import load_diagram
 
         diagram = load_diagram(config.diagram or "seraph")

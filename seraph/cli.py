@@ -547,6 +547,7 @@ def _subcommand(sub, name: str, help: str, parents: list) -> argparse.ArgumentPa
 
 def build_parser() -> argparse.ArgumentParser:
     from partitioner.readers import FORMATS
+    from seraph.predictors import PREDICTORS
     from seraph.scheduler import COMPONENTS, PUSH_ON, SCHEDULES, EngineConfig
 
     parser = argparse.ArgumentParser(
@@ -610,12 +611,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "paging (default: most of the GPU's free memory; no cap on the CPU)")
     p.add_argument("--schedule", default=None, choices=SCHEDULES,
                    help=f"how rounds are cut into windows (default: {engine.schedule})")
-    p.add_argument("--predictor", default=None, choices=("auto", "strong", "weak", "none"),
+    p.add_argument("--predictor", default=None, choices=PREDICTORS,
                    help=f"which vertices to skip (default: {engine.predictor}: strong, or "
-                        "weak with --diagram)")
+                        "weak with --diagram; combined: strong, then weak where the strong "
+                        "rule cannot decide)")
     p.add_argument("--diagram", default=None,
                    help="weak-predictor diagram, a name or TOML file; refused with --predictor "
-                        "strong or none (default: seraph, when the predictor is weak)")
+                        "strong or none (default: seraph, when the predictor is weak or "
+                        "combined)")
     p.add_argument("--push-alpha", type=float, default=None,
                    help="push engine when frontier out-edges < m/alpha; 0 disables (default: "
                         "20; 2 for SSSP on the CPU)")

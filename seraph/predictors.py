@@ -53,11 +53,15 @@ from numba import njit
 
 from seraph.errors import ConfigError
 
-PREDICTORS = ("auto", "strong", "weak", "none")
-#: What a sweep is told to skip with, as the kernels receive it: nothing, what the strong
-#: rule proves final, or what the weak diagram says may wait.
+PREDICTORS = ("auto", "strong", "weak", "combined", "none")
+#: What a sweep is told to skip with, as the kernels receive it, as bits: what the strong
+#: rule proves final, what the weak diagram says may wait, both (the strong rule first), or
+#: nothing.
 NONE, STRONG, WEAK = 0, 1, 2
-CODES = {"none": NONE, "strong": STRONG, "weak": WEAK}
+COMBINED = STRONG | WEAK
+CODES = {"none": NONE, "strong": STRONG, "weak": WEAK, "combined": COMBINED}
+#: The predictors that keep a weak state per vertex.
+WITH_DIAGRAM = ("weak", "combined")
 
 ATTEMPT, ON_SUCCESS, ON_FAILURE, NEXT = range(4)  #: rows of Diagram.table
 OWES = np.uint8(0x80)  #: state-byte bit: skipped since the last attempt

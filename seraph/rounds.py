@@ -18,7 +18,7 @@ from seraph import progress
 from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.caches import out_degrees
 from seraph.compiling import compile_seconds
-from seraph.predictors import NONE
+from seraph.predictors import NONE, STRONG
 from seraph.spec import ROUNDS
 
 if TYPE_CHECKING:
@@ -99,6 +99,8 @@ class DenseRounds:
         start, compiled = time.perf_counter(), compile_seconds()
         predictor = NONE if run.rechecking or not run.schedule.allows_predictor else \
             run.predictor
+        if not run.threshold_stands():
+            predictor &= ~STRONG  # nothing is proven: the combined predictor is weak alone
         res = run.be.sweep_until(slots, pages, predictor, run.threshold, run.epoch,
                                  max_sweeps, incoming,
                                  len(pages) if mandatory is None else mandatory)

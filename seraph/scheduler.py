@@ -71,7 +71,7 @@ class EngineConfig:
                               f"{', '.join(SCHEDULES)}")
         if self.predictor not in ("auto", *PREDICTOR_CODES):
             raise ConfigError(f"unknown predictor {self.predictor!r}; expected auto, strong, "
-                              "weak or none")
+                              "weak, combined or none")
         if self.push_alpha is not None and not (math.isfinite(self.push_alpha)
                                                 and self.push_alpha >= 0):
             raise ConfigError(f"push_alpha must be a finite number >= 0, got "
@@ -88,7 +88,7 @@ class EngineConfig:
         if self.diagram is not None and self.predictor in ("strong", "none"):
             raise ConfigError(f"a diagram describes the weak predictor's states, and predictor "
                               f"{self.predictor!r} does not use one: drop the diagram or use "
-                              "predictor weak (or auto)")
+                              "predictor weak or combined (or auto)")
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
         if not self.policy.allows_predictor:
@@ -194,7 +194,7 @@ class Run:
             self.threshold = self.rounds_bound()
         elif succeeded:
             self.threshold = changed_min
-        if self.predictor == WEAK:
+        if self.predictor & WEAK:
             self.stats.predictor_states.append(self.be.state_counts())
 
     def threshold_stands(self) -> bool:
@@ -215,7 +215,7 @@ class Run:
 
         Returns True if there is work to do (their pages are forced active). With nothing
         skipped since the last re-check no vertex owes, and the states are not looked at."""
-        if self.predictor != WEAK or not self.owes:
+        if not self.predictor & WEAK or not self.owes:
             return False
         pages = self.be.take_owing_pages()
         if not len(pages):

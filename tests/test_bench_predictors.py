@@ -19,13 +19,13 @@ def test_the_predictor_study_on_the_cpu(tmp_path, capsys):
                                 "--diagram", "weak-patient"])
     assert rc == 0
     cells = json.loads(out_json.read_text())["cells"]
-    rows = len(bench_predictors.PREDICTORS) + 1  # and weak with the patient diagram
+    rows = len(bench_predictors.PREDICTORS) + 2  # and weak, combined with the patient one
     assert len(cells) == 3 * len(bench_predictors.ALGORITHMS) * rows
     for cell in cells:
         assert cell["equal"] and 0 < cell["median"] <= cell["max"]
         totals, log = cell["totals"], cell["round_log"]
         assert totals["rounds"] == sum(entry["rounds"] for entry in log) > 0
-        if not cell["predictor"].startswith("weak"):
+        if not cell["predictor"].startswith(("weak", "combined")):
             assert totals["skipped_weak"] == 0
     # On the uniform graph CC propagation sweeps pages, which the strong rule prunes.
     uniform_cc = {c["predictor"]: c["totals"] for c in cells

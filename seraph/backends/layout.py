@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from seraph.backends.caches import graph_hub_chunks
 from seraph.errors import DeviceError
+from seraph.predictors import WITH_DIAGRAM
 from seraph.semiring import STORED
 from seraph.units import format_size
 
@@ -94,7 +95,8 @@ class Layout:
     @classmethod
     def for_run(cls, graph, algorithm, predictor: str, budget: int | None) -> Layout:
         """The layout of a run of ``algorithm`` under ``predictor`` (resolved: ``none``,
-        ``strong`` or ``weak``), as :func:`seraph.api.execute` plans it."""
-        return cls.plan(graph, predictor == "weak", budget,
+        ``strong``, ``weak`` or ``combined``), as :func:`seraph.api.execute` plans it."""
+        return cls.plan(graph, predictor in WITH_DIAGRAM, budget,
                         weights=algorithm.weight_mode == STORED,
-                        lightest=predictor == "strong" and algorithm.lightest_in_rule)
+                        lightest=predictor in ("strong", "combined")
+                        and algorithm.lightest_in_rule)

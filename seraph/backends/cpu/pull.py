@@ -54,7 +54,7 @@ def pull_floor(predictor, weight_mode, threshold):
     rounds every vertex within k hops holds its level, so a vertex above k + 1 is more than
     k hops away and no in-neighbour offers less than k + 1 (design.md, section 7). This is
     the early exit of a bottom-up BFS step, which stops at the first parent it finds."""
-    if predictor == STRONG and weight_mode == UNIT and threshold >= 0:
+    if predictor & STRONG and weight_mode == UNIT and threshold >= 0:
         return threshold
     return -1
 
@@ -72,12 +72,12 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
         if lo >= hi:
             continue
         old = values[v]
-        if predictor == STRONG and proven(old, threshold, light_codes, light_unit, v):
+        if predictor & STRONG and proven(old, threshold, light_codes, light_unit, v):
             counters[chunk, SKIPPED_STRONG] += 1
             continue
         # A vertex split across pages always attempts: its state must describe all of its
         # in-edges, or a skip on one page could be hidden by an attempt on another.
-        if predictor == WEAK and indptr[v] >= base and indptr[v + 1] <= base + length \
+        if predictor & WEAK and indptr[v] >= base and indptr[v + 1] <= base + length \
                 and weak_skip(table, states, v):
             counters[chunk, SKIPPED_WEAK] += 1
             continue
@@ -91,7 +91,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             counters[chunk, SUCCEEDED] += 1
             if best < best_written:
                 best_written = best
-        if predictor == WEAK:
+        if predictor & WEAK:
             weak_record(table, states, v, best < old)
     minimum[chunk] = best_written
 

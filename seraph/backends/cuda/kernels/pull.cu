@@ -49,7 +49,7 @@ __device__ void init_shared(SweepShared<V>& sh, const unsigned char* table, int 
                             int predictor, V inf) {
     if (threadIdx.x < NUM_COUNTERS) sh.count[threadIdx.x] = 0;
     if (threadIdx.x == 0) sh.min = inf;
-    if (predictor == PRED_WEAK)
+    if (predictor & PRED_WEAK)
         for (int i = threadIdx.x; i < 4 * num_states; i += blockDim.x) sh.table[i] = table[i];
     __syncthreads();
 }
@@ -193,12 +193,12 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
                             long long* block_epoch, int block_shift, long long epoch) {
     const long long v = it.v;
     const V old = __shfl_sync(mask, values[v], 0, width);
-    if (predictor == PRED_STRONG && strong.proven(old, v)) {
+    if ((predictor & PRED_STRONG) && strong.proven(old, v)) {
         if (glane == 0) atomicAdd(&sh.count[SKIPPED_STRONG], 1ull);
         return;
     }
     unsigned char state = 0;
-    if (predictor == PRED_WEAK) {
+    if (predictor & PRED_WEAK) {
         state = (unsigned char)__shfl_sync(mask, (int)(states[v] & STATE_MASK), 0, width);
         // A vertex split across pages always attempts (see the CPU kernel).
         if (it.whole && !sh.table[state]) {
@@ -219,7 +219,7 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
     atomicAdd(&sh.count[ATTEMPTED], 1ull);
     const bool success = commit_pull(sh, v, old, best, values, changed, block_epoch,
                                      block_shift, epoch);
-    if (predictor == PRED_WEAK) states[v] = sh.table[(success ? 1 : 2) * num_states + state];
+    if (predictor & PRED_WEAK) states[v] = sh.table[(success ? 1 : 2) * num_states + state];
 }
 
 // A warp's minimum of x over its 32 lanes, in every lane.
