@@ -105,7 +105,7 @@ def record_histories(graph, budget: int, histories: Histories) -> object:
 def choose(histories: Histories, max_success: float, max_sleep: int) -> tuple[int, int]:
     """(K, S): see the module docstring."""
     h = histories.hazard()
-    below = [k for k in range(1, MAX_RUN + 1) if h[k] == h[k] and h[k] <= max_success]
+    below = [k for k in range(1, MAX_RUN + 1) if h[k] <= max_success]
     k = below[0] if below else MAX_RUN
     further = histories.further_failures(k)
     sleep = int(np.median(further)) if len(further) else 1
@@ -144,7 +144,7 @@ def report(info: dict, histories: Histories, k: int, sleep: int, args, command: 
            seconds: float) -> str:
     h = histories.hazard()
     rows = [[str(j) if j < MAX_RUN else f"{MAX_RUN}+", f"{histories.attempts[j]:,}",
-             f"{histories.successes[j]:,}", "—" if h[j] != h[j] else f"{h[j]:.4f}"]
+             f"{histories.successes[j]:,}", f"{h[j]:.4f}"]
             for j in range(MAX_RUN + 1) if histories.attempts[j]]
     further = histories.further_failures(k)
     return "\n".join([
