@@ -18,7 +18,7 @@ from seraph import progress
 from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.caches import out_degrees
 from seraph.compiling import compile_seconds
-from seraph.predictors import NONE, STRONG
+from seraph.predictors import NONE
 from seraph.spec import ROUNDS
 
 if TYPE_CHECKING:
@@ -99,9 +99,7 @@ class DenseRounds:
         start, compiled = time.perf_counter(), compile_seconds()
         predictor = NONE if run.rechecking or not run.schedule.allows_predictor else \
             run.predictor
-        if not run.threshold_stands():
-            predictor &= ~STRONG  # nothing is proven: the combined predictor is weak alone
-        res = run.be.sweep_until(slots, pages, predictor, run.threshold, run.epoch,
+        res = run.be.sweep_until(slots, pages, predictor, run.proven, run.epoch,
                                  max_sweeps, incoming,
                                  len(pages) if mandatory is None else mandatory)
         end = time.perf_counter()
@@ -179,10 +177,12 @@ class SparseRounds:
         run.stats.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
         if run.alg.strong_rule == ROUNDS:
             run.threshold = run.rounds_bound()
+            run.prove()
         elif len(res.frontier):
             # Every later update descends from a vertex still waiting to push, and weights
             # are non-negative, so no vertex at or below their smallest value can change.
             run.threshold = res.minimum
+            run.prove()
         run.stats.log_round("push", res.rounds)
         run.trace.add("push", start - run.t0, time.perf_counter() - run.t0,
                       rounds=res.rounds, edges=res.edges)
@@ -191,14 +191,15 @@ class SparseRounds:
 
     def bottom_up(self) -> bool:
         """A round that pulls the vertices not yet proven final, when their in-edges are
-        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran: only
-        while the strong threshold stands (:meth:`Run.threshold_stands`), which under the
-        weak predictor is until it first skips a vertex, and again after each re-check."""
+        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran. It
+        stands on the last proven threshold (:meth:`Run.prove`), and under the weak
+        predictor it also settles every debt: a vertex that owes an attempt is pulled, or
+        proven final."""
         run = self.run
-        if not run.push_limit or not run.threshold_stands():
+        if not run.push_limit or run.proven < 0:
             return False
         start, compiled = time.perf_counter(), compile_seconds()
-        res = run.be.bottom_up(run.threshold, run.bottom_up_limit, run.epoch + 1)
+        res = run.be.bottom_up(run.proven, run.bottom_up_limit, run.epoch + 1)
         if res is None:
             return False
         run.epoch += 1
@@ -211,6 +212,7 @@ class SparseRounds:
         s.edges_pulled_bottom_up += res.edges
         s.updates_attempted += res.attempted
         s.updates_succeeded += res.succeeded
+        run.owes = False
         run.end_round(res.succeeded, res.minimum)
         s.log_round("bottom-up")
         s.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)

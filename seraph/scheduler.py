@@ -112,11 +112,12 @@ class Run:
         self.layout = backend.layout
         self.epoch = 0
         self.threshold = -1  # no vertex is proven converged before the first round
+        self.proven = -1  # the threshold the strong rule and bottom-up rounds use (prove)
         self.forward = True
         self.rechecking = False  # the current round is the weak predictor's final re-check
         # Whether a vertex may owe an attempt (the weak predictor skipped one since the last
-        # re-check), and whether any ever did: the strong threshold's proofs stand only
-        # while nothing owes, and BFS's count of rounds never again (design.md, section 8).
+        # re-check or bottom-up round), and whether any ever did: a threshold found while
+        # something owes proves nothing, and BFS's count of rounds never again (prove).
         self.owes = self.skipped_ever = False
         self.t0 = time.perf_counter()
         m = graph.num_edges
@@ -185,25 +186,28 @@ class Run:
         """The values changed outside a round (a plan's own step, as CC's labelling after
         its hub phase): nothing is proven final until a round has run, and what is marked
         from now on gets an epoch of its own."""
-        self.threshold = -1
+        self.threshold = self.proven = -1
         self.epoch += 1
 
     def end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
         if self.alg.strong_rule == ROUNDS:
             self.threshold = self.rounds_bound()
+            self.prove()
         elif succeeded:
             self.threshold = changed_min
+            self.prove()
         if self.predictor & WEAK:
             self.stats.predictor_states.append(self.be.state_counts())
 
-    def threshold_stands(self) -> bool:
-        """Whether :attr:`threshold` proves its vertices final: a round has set it, no
-        vertex owes an attempt, and for BFS, whose bound counts rounds, no round has ever
-        skipped one."""
-        if self.threshold < 0 or self.owes:
-            return False
-        return not (self.skipped_ever and self.alg.strong_rule == ROUNDS)
+    def prove(self) -> None:
+        """Takes :attr:`threshold`, just found, as :attr:`proven`, the one the strong rule
+        and bottom-up rounds use, where its argument held when it was found: nothing owed an
+        attempt, and for BFS, whose bound counts rounds, nothing was ever skipped. Otherwise
+        the last proven threshold stays: every later change descends from changes it
+        bounded, so it stays a lower bound on them (design.md, section 8)."""
+        if not self.owes and not (self.skipped_ever and self.alg.strong_rule == ROUNDS):
+            self.proven = self.threshold
 
     def rounds_bound(self) -> int:
         """The BFS strong threshold: after k rounds every vertex within k hops holds its
