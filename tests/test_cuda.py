@@ -27,8 +27,10 @@ def random_graph(seed: int, n: int, m: int, page_edges: int) -> seraph.Graph:
                                    page_edges=page_edges)
 
 
-def budgets(graph: seraph.Graph, weak: bool) -> list[int | None]:
-    layout = Layout.plan(graph, weak, None, lightest=not weak)  # room for SSSP's bytes
+def budgets(graph: seraph.Graph, predictor: str) -> list[int | None]:
+    # Room for the weak states and for SSSP's lightest in-edge bytes, as each predictor needs.
+    layout = Layout.plan(graph, predictor in ("weak", "combined"), None,
+                         lightest=predictor != "weak")
     return [None, layout.state_bytes + 2 * layout.slot_bytes,
             layout.state_bytes + 3 * layout.slot_bytes]
 
@@ -36,7 +38,7 @@ def budgets(graph: seraph.Graph, weak: bool) -> list[int | None]:
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("page_edges", [16, 256, 1 << 16])
 @pytest.mark.parametrize("schedule", ["pipelined", "reentry", "single"])
-@pytest.mark.parametrize("predictor", ["none", "strong", "weak"])
+@pytest.mark.parametrize("predictor", ["none", "strong", "weak", "combined"])
 def test_cuda_matches_cpu(monkeypatch, seed, page_edges, schedule, predictor):
     if seed % 2:
         # Hubs of a few in-edges, so that the hub chunks (seraph/hubs.py) are pulled
@@ -45,7 +47,7 @@ def test_cuda_matches_cpu(monkeypatch, seed, page_edges, schedule, predictor):
         monkeypatch.setattr(hubs, "CHUNK_EDGES", 3)
     graph = random_graph(seed, n=300 + 50 * seed, m=1500, page_edges=page_edges)
     hub = int(np.argmax(graph.out_degrees()))
-    for budget in budgets(graph, predictor == "weak"):
+    for budget in budgets(graph, predictor):
         for alpha in (0.0, 20.0):
             opts = dict(schedule=schedule, predictor=predictor, device_memory=budget,
                         push_alpha=alpha)
@@ -120,7 +122,7 @@ def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
     src, dst = np.array(star + pairs).T
     graph = seraph.Graph.from_edges(src, dst, num_vertices=200, symmetrize=True,
                                     page_edges=16)
-    memory = budgets(graph, False)[1]
+    memory = budgets(graph, "strong")[1]
     want = seraph.connected_components(graph, device="cpu", device_memory=memory).labels
     assert want[150] == 101 and want[1] == 0
     for alpha in (0.0, 20.0):
@@ -242,7 +244,7 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
     monkeypatch.setattr(cuda_backend, "BOTTOM_UP_SHARE", 1.0)
     hub = int(np.argmax(graph.out_degrees()))
-    for budget in budgets(graph, False):
+    for budget in budgets(graph, "strong"):
         opts = dict(device_memory=budget, predictor="strong", push_alpha=1e9)
         for call, field in ((lambda **o: seraph.bfs(graph, hub, **o), "levels"),
                             (lambda **o: seraph.connected_components(
