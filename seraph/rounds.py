@@ -176,13 +176,11 @@ class SparseRounds:
         run.stats.updates_succeeded += res.succeeded
         run.stats.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
         if run.alg.strong_rule == ROUNDS:
-            run.threshold = run.rounds_bound()
-            run.prove()
+            run.prove(run.rounds_bound())
         elif len(res.frontier):
             # Every later update descends from a vertex still waiting to push, and weights
             # are non-negative, so no vertex at or below their smallest value can change.
-            run.threshold = res.minimum
-            run.prove()
+            run.prove(res.minimum)
         run.stats.log_round("push", res.rounds)
         run.trace.add("push", start - run.t0, time.perf_counter() - run.t0,
                       rounds=res.rounds, edges=res.edges)

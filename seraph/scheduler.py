@@ -192,22 +192,22 @@ class Run:
     def end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
         if self.alg.strong_rule == ROUNDS:
-            self.threshold = self.rounds_bound()
-            self.prove()
+            self.prove(self.rounds_bound())
         elif succeeded:
-            self.threshold = changed_min
-            self.prove()
+            self.prove(changed_min)
         if self.predictor & WEAK:
             self.stats.predictor_states.append(self.be.state_counts())
 
-    def prove(self) -> None:
-        """Takes :attr:`threshold`, just found, as :attr:`proven`, the one the strong rule
-        and bottom-up rounds use, where its argument held when it was found: nothing owed an
-        attempt, and for BFS, whose bound counts rounds, nothing was ever skipped. Otherwise
-        the last proven threshold stays: every later change descends from changes it
-        bounded, so it stays a lower bound on them (design.md, section 8)."""
+    def prove(self, threshold) -> None:
+        """Records ``threshold``, just found, as :attr:`threshold`, and as :attr:`proven`
+        (the one the strong rule and bottom-up rounds use) where its argument held when it
+        was found: nothing owed an attempt, and for BFS, whose bound counts rounds, nothing
+        was ever skipped. Otherwise the last proven threshold stays: every later change
+        descends from changes it bounded, so it stays a lower bound on them (design.md,
+        section 8)."""
+        self.threshold = threshold
         if not self.owes and not (self.skipped_ever and self.alg.strong_rule == ROUNDS):
-            self.proven = self.threshold
+            self.proven = threshold
 
     def rounds_bound(self) -> int:
         """The BFS strong threshold: after k rounds every vertex within k hops holds its
