@@ -203,26 +203,83 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
                  max_pieces, max_frontier_edges):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
-    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated)."""
-    changed = np.empty(max(16, len(frontier)), dtype=np.int64)
+    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated).
+
+    Rounds of at most ``GRAIN_EDGES`` edges run on this thread (:func:`_push_alone_round`)
+    and claim straight into the concatenation, so a grid's thousands of small rounds
+    allocate nothing and take no atomic."""
+    changed = np.empty(max(16, 2 * len(frontier)), dtype=np.int64)
     count = rounds = edges = 0
     ordered = False
+    frontier_edges = _out_edges(indptr, frontier)
     while len(frontier):
-        frontier, pushed, frontier_edges, ordered = _push_round(
-            indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces)
+        if frontier_edges <= GRAIN_EDGES:
+            if count + frontier_edges > len(changed):  # room for a claim per edge
+                changed = _grown(changed, count, count + frontier_edges)
+            claimed, pushed, frontier_edges = _push_alone_round(
+                indptr, indices, weights, stride, values, inf, frontier, in_next, changed,
+                count)
+            frontier = changed[count:count + claimed]
+            ordered = False
+        else:
+            frontier, pushed, frontier_edges, ordered = _push_round(
+                indptr, indices, weights, stride, values, inf, frontier, in_next,
+                max_pieces)
+            if count + len(frontier) > len(changed):
+                changed = _grown(changed, count, count + len(frontier))
+            changed[count:count + len(frontier)] = frontier
         rounds += 1
         edges += pushed
-        if count + len(frontier) > len(changed):
-            grown = np.empty(max(2 * len(changed), count + len(frontier)), dtype=np.int64)
-            grown[:count] = changed[:count]
-            changed = grown
-        changed[count:count + len(frontier)] = frontier
         count += len(frontier)
         if frontier_edges >= max_frontier_edges:
             break
     if not ordered:
-        frontier.sort()  # claims come in claim order, the hand-back is sorted
+        frontier = np.sort(frontier)  # claims come in claim order, the hand-back is sorted
     return frontier, rounds, edges, changed[:count]
+
+
+@njit(cache=True)
+def _out_edges(indptr, vertices):
+    total = 0
+    for u in vertices:
+        total += indptr[u + 1] - indptr[u]
+    return total
+
+
+@njit(cache=True)
+def _grown(a, used, need):
+    """``a`` with room for ``need`` items, its first ``used`` kept."""
+    grown = np.empty(max(2 * len(a), need), dtype=a.dtype)
+    grown[:used] = a[:used]
+    return grown
+
+
+@njit(cache=True)
+def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, in_next,
+                      out, start):
+    """One push round on this thread, with plain loads and stores: claims go to
+    ``out[start:]``; returns (vertices claimed, edges pushed, the claimed vertices'
+    out-edges)."""
+    k = start
+    pushed = out_edges = 0
+    for u in frontier:
+        val = values[u]
+        if val == inf:  # never add to INF (int32 INF + 1 would wrap)
+            continue
+        pushed += indptr[u + 1] - indptr[u]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            cand = val + weights[e * stride]
+            if cand < values[v]:
+                values[v] = cand
+                if in_next[v] == 0:
+                    in_next[v] = 1
+                    out[k] = v
+                    k += 1
+                    out_edges += indptr[v + 1] - indptr[v]
+    for i in range(start, k):
+        in_next[out[i]] = 0
+    return k - start, pushed, out_edges
 
 
 def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, delta,
