@@ -4,16 +4,16 @@
         [--trace-dir DIR] [--diagram NAME ...]
 
 SSSP and CC by label propagation (union-find has no rounds) on R-MAT, uniform and
-road-like grid graphs, under the predictors none, strong, weak and combined (and weak and
-combined with each ``--diagram``, a shipped diagram's name or a TOML file), at a budget of
-the vertex
-state plus ``--budget-fraction`` of the pages (pages move, so dense rounds sweep them), from
-``--sources`` random non-isolated sources (seed 0; CC runs as many times). Per cell: the
-public call's median and maximum, and from the first source's run its per-round log
-(``stats.round_log``: updates attempted, those that changed a value, those each predictor
-skipped, edges read), totalled in the report and kept whole in the JSON. Every answer is
-checked against the run without a predictor. With ``--trace-dir`` each first run's trace is
-written there for ``seraph plot``, which draws the log as its work-per-round panel.
+road-like grid graphs, under the predictors auto (the default), none, strong, weak and
+combined (and weak and combined with each ``--diagram``, a shipped diagram's name or a
+TOML file), at a budget of the vertex state plus ``--budget-fraction`` of the pages (pages
+move, so dense rounds sweep them), from ``--sources`` random non-isolated sources (seed 0;
+CC runs as many times). Per cell: the public call's median and maximum, and from the first
+source's run its per-round log (``stats.round_log``: updates attempted, those that changed
+a value, those each predictor skipped, edges read), totalled in the report and kept whole
+in the JSON. Every answer is checked against the run without a predictor. With
+``--trace-dir`` each first run's trace is written there for ``seraph plot``, which draws
+the log as its work-per-round panel.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import benchlib
 import numpy as np
 
 MD_DEFAULT = benchlib.DOCS / "predictors-cpu.md"
-PREDICTORS = ("none", "strong", "weak", "combined")
+PREDICTORS = ("auto", "none", "strong", "weak", "combined")
 ALGORITHMS = ("sssp", "cc")
 
 
@@ -68,17 +68,29 @@ def totals(log: list[dict]) -> dict:
     return out
 
 
+def state_of(predictor: str, alg: str, device: str) -> str:
+    """The predictor whose vertex state a run keeps: auto keeps the weak one for CC by
+    propagation where the backend says the weak history pays (api.predictor_and_layout)."""
+    from seraph.backends import backend_class
+
+    if predictor == "auto" and alg == "cc" and backend_class(device).weak_history_pays:
+        return "combined"
+    return predictor
+
+
 def cell(graph, name: str, alg: str, label: str, predictor: dict, sources: list, args,
          want) -> dict:
     # The same room for pages under every predictor, beside its own vertex state.
     room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction,
-                                  predictor["predictor"])
+                                  state_of(predictor["predictor"], alg, args.device))
     trace = args.trace_dir is not None
     first = call(graph, alg, sources[0], predictor, room, args, trace=trace)
     if trace:
         file = f"{name}-{alg}-{label}.json".replace(" ", "_").replace("(", "").replace(")", "")
         first.trace.write(Path(args.trace_dir) / file, first.stats)
     times = [call(graph, alg, s, predictor, room, args).stats.call_time for s in sources]
+    if label == "auto":  # what it turned out to be
+        label = f"auto ({first.stats.predictor})"
     return {"graph": name, "algorithm": alg, "predictor": label, "budget": room,
             "median": statistics.median(times), "max": max(times),
             "equal": bool(np.array_equal(first.values, want)),

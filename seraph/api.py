@@ -26,7 +26,7 @@ from seraph.compiling import compile_seconds
 from seraph.errors import ConfigError, DeviceError, DeviceWarning, InputError
 from seraph.graph import Graph, open_graph
 from seraph.paths import predecessors as tight_predecessors
-from seraph.predictors import WITH_DIAGRAM
+from seraph.predictors import LATE_WEAK_DIAGRAM, WITH_DIAGRAM
 from seraph.scheduler import EngineConfig, Run
 from seraph.spec import Algorithm
 from seraph.stats import RunStats, Trace
@@ -115,20 +115,22 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     values as the algorithm's :class:`~seraph.spec.Output` says."""
     start, compiled_before = time.perf_counter(), compile_seconds()
     device = resolve_device(config.device)
-    predictor = config.resolved_predictor(algorithm)
-    table, initial_state = None, 0
-    if predictor in WITH_DIAGRAM:
-        from seraph.predictors import load_diagram
-
-        diagram = load_diagram(config.diagram or "seraph")
-        table, initial_state = diagram.table, diagram.initial
     backend_cls = backend_class(device)
     budget = config.device_memory
     if budget is None:
         budget = backend_cls.default_budget(graph)
-    layout = Layout.for_run(graph, algorithm, predictor, budget)
+    predictor, weak_after, layout = predictor_and_layout(graph, algorithm, config,
+                                                         backend_cls, budget)
+    table, initial_state = None, 0
+    if predictor in WITH_DIAGRAM:
+        from seraph.predictors import load_diagram
+
+        diagram = load_diagram(config.diagram or (LATE_WEAK_DIAGRAM if weak_after else
+                                                  "seraph"))
+        table, initial_state = diagram.table, diagram.initial
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,
-                     predictor=predictor, num_vertices=graph.num_vertices,
+                     predictor="strong" if weak_after else predictor,
+                     num_vertices=graph.num_vertices,
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
@@ -139,7 +141,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                                      initial_state)
         try:
             backend.init_values(plan.source)
-            run = Run(graph, plan.algorithm, backend, config, predictor, stats, trace)
+            run = Run(graph, plan.algorithm, backend, config, predictor, stats, trace,
+                      weak_after=weak_after)
             stats.setup_time = time.perf_counter() - start - \
                 (compile_seconds() - compiled_before)
             plan.drive(run)
@@ -157,6 +160,27 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     stats.finish(time.perf_counter() - start - stats.compile_time,
                  graph.num_edges * layout.slot_bytes // max(1, graph.page_edges))
     return values, stats, trace
+
+
+def predictor_and_layout(graph: Graph, algorithm: Algorithm, config: EngineConfig,
+                         backend_cls, budget: int | None) -> tuple[str, int | None, Layout]:
+    """The run's predictor, the dense rounds it runs before auto's weak half joins (None:
+    it never does) and the run's layout.
+
+    auto adds the weak history (:data:`~seraph.predictors.LATE_WEAK_DIAGRAM`) to the strong
+    rule after :attr:`~seraph.spec.Algorithm.weak_after` dense rounds where the algorithm
+    names that and the backend says it pays (``Backend.weak_history_pays``), and where the
+    budget holds the weak state, a byte a vertex; otherwise auto is the algorithm's default.
+    """
+    predictor = config.resolved_predictor(algorithm)
+    if (config.predictor == "auto" and config.diagram is None and predictor == "strong"
+            and algorithm.weak_after is not None and backend_cls.weak_history_pays):
+        try:
+            return ("combined", algorithm.weak_after,
+                    Layout.for_run(graph, algorithm, "combined", budget))
+        except DeviceError:
+            pass  # no room for the weak state: the strong rule alone
+    return predictor, None, Layout.for_run(graph, algorithm, predictor, budget)
 
 
 def execute_from(graph: Graph, algorithm: Algorithm, source, config: EngineConfig,

@@ -62,6 +62,12 @@ COMBINED = STRONG | WEAK
 CODES = {"none": NONE, "strong": STRONG, "weak": WEAK, "combined": COMBINED}
 #: The predictors that keep a weak state per vertex.
 WITH_DIAGRAM = ("weak", "combined")
+#: auto's weak half, where it pays (CC by label propagation on the CPU): the diagram and the
+#: dense rounds before it joins the strong rule. Measured in
+#: docs/benchmarks/predictors-cpu.md: a run that is still sweeping after this many rounds
+#: is a high-diameter one, where sleeping vertices save whole rounds.
+LATE_WEAK_DIAGRAM = "weak-patient"
+LATE_WEAK_DENSE_ROUNDS = 8
 
 ATTEMPT, ON_SUCCESS, ON_FAILURE, NEXT = range(4)  #: rows of Diagram.table
 OWES = np.uint8(0x80)  #: state-byte bit: skipped since the last attempt

@@ -104,10 +104,15 @@ class Run:
     (epoch, threshold, direction, re-check) and the loop that picks each round."""
 
     def __init__(self, graph, algorithm: Algorithm, backend: Backend, config: EngineConfig,
-                 predictor: str, stats: RunStats, trace: Trace):
+                 predictor: str, stats: RunStats, trace: Trace, weak_after: int | None = None):
         self.g, self.alg, self.be, self.cfg = graph, algorithm, backend, config
         self.schedule = config.policy
         self.predictor = PREDICTOR_CODES[predictor]
+        # auto's weak half (api.predictor_and_layout): ``predictor`` is combined, and the
+        # first ``weak_after`` dense rounds run under the strong rule alone.
+        self.weak_after = weak_after
+        if weak_after:
+            self.predictor &= ~WEAK
         self.stats, self.trace = stats, trace
         self.layout = backend.layout
         self.epoch = 0
@@ -170,6 +175,7 @@ class Run:
                 sparse = frontier is not None and len(frontier) > 0
                 continue
             changed_min, succeeded = self.dense.round()
+            self._maybe_turn_weak()
             if self.rechecking:  # it attempted every vertex that owed
                 self.owes = self.rechecking = False
             self.end_round(succeeded, changed_min)
@@ -181,6 +187,16 @@ class Run:
             if changed is not None and len(changed):
                 frontier, sparse = changed, True
                 self.stats.switches_to_sparse += 1
+
+    def _maybe_turn_weak(self) -> None:
+        """auto's weak half joins once the run has had its dense rounds under the strong rule
+        alone. No vertex owes anything yet and every state is the diagram's initial one, so
+        the run goes on as one under the combined predictor would from a fresh start
+        (design.md, section 8)."""
+        if self.weak_after and self.stats.dense_rounds >= self.weak_after:
+            self.predictor |= WEAK
+            self.stats.predictor = "combined"
+            self.weak_after = None
 
     def values_changed_outside(self) -> None:
         """The values changed outside a round (a plan's own step, as CC's labelling after

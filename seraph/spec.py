@@ -61,6 +61,10 @@ class Algorithm:
     default_predictor: str
     needs_source: bool
     output: Output = Output()
+    #: ``predictor="auto"`` on a backend where the weak history pays on long runs
+    #: (:attr:`~seraph.backends.base.Backend.weak_history_pays`): the dense rounds run under
+    #: the strong rule alone before the weak diagram joins it (None: auto stays strong).
+    weak_after: int | None = None
     #: ``plan(graph, layout, config)``: a :class:`Plan` for this run, or None for one
     #: convergence from :meth:`initial_frontier`.
     plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \

@@ -31,11 +31,13 @@ from seraph.backends.activity import page_source_blocks, pages_active
 from seraph.backends.cpu.pull import SERIAL_EDGES
 from seraph.backends.layout import Layout
 from seraph.graph import Graph
+from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
 from seraph.validate import check
 
 SCHEDULES = ("pipelined", "reentry", "single")
 #: "sleepy" is a valid but bad weak diagram: a vertex sleeps 20 sweeps after any failure.
-PREDICTORS = ("none", "strong", "weak", "sleepy", "combined")
+#: "auto" adds the weak history to the strong rule after some dense rounds where that pays.
+PREDICTORS = ("none", "strong", "weak", "sleepy", "combined", "auto")
 WHOLE = 1024  #: a page size above every test graph's edge count: one page holds the graph
 PAGE_EDGES = (1, 2, 4, 16, WHOLE)
 SLOTS = (None, 2, 3, 5)  #: None: no budget, every page resident; 5 keeps two copies in flight
@@ -124,9 +126,14 @@ class Config:
     slots: int | None = None
     alpha: float = 20.0
 
-    @property
-    def weak(self) -> bool:
-        return self.schedule != "single" and self.predictor in ("weak", "sleepy", "combined")
+    def weak(self, algorithm: str, device: str) -> bool:
+        """Whether the run keeps a weak state a vertex (its budget makes room for it): auto
+        does for CC by propagation where the weak history pays."""
+        if self.schedule == "single":
+            return False
+        if self.predictor == "auto":
+            return algorithm == "cc" and backend_class(device).weak_history_pays
+        return self.predictor in ("weak", "sleepy", "combined")
 
     def options(self, graph: Graph, sleepy: Path, device: str, algorithm: str) -> dict:
         # CC by label propagation, the method whose rounds these configurations shape
@@ -137,13 +144,13 @@ class Config:
         if self.predictor in ("sleepy", "combined"):  # combined: sleepy where not proven
             opts["diagram"] = str(sleepy)
         if self.slots is not None:
-            opts["device_memory"] = budget(graph, self.slots, self.weak, algorithm,
-                                           self.strong)
+            opts["device_memory"] = budget(graph, self.slots, self.weak(algorithm, device),
+                                           algorithm, self.strong)
         return opts
 
     @property
     def strong(self) -> bool:
-        return self.schedule != "single" and self.predictor in ("strong", "combined")
+        return self.schedule != "single" and self.predictor in ("strong", "combined", "auto")
 
 
 def budget(graph: Graph, slots: int, weak: bool, algorithm: str, strong: bool = False) -> int:
@@ -461,6 +468,25 @@ FIXED = {
     # a 4 x 5 grid with weights 0..2 beside a path
     "grids": (side_by_side(grid_edges(4, 5, lambda u, v: float((u + v) % 3)), _chain(6)), 6),
 }
+
+
+@pytest.mark.parametrize("room", [True, False], ids=["room", "no-room"])
+def test_auto_adds_the_weak_history_to_long_propagation_runs_where_it_pays(room, device):
+    """CC by label propagation under auto: the strong rule alone for its first dense
+    rounds, then the combined predictor with the patient diagram where the backend says the
+    weak history pays (the CPU) and the budget holds a state byte a vertex; the strong rule
+    alone otherwise. The labels are exact either way."""
+    edges = dataclasses.replace(side_by_side(_chain(40), _chain(7)), weight=None,
+                                symmetric=True)
+    graph = cached_graph(edges, 4)
+    result = seraph.connected_components(
+        graph, device=device, components="propagation", push_alpha=0.0,
+        device_memory=budget(graph, 2, room, "cc", strong=True))
+    np.testing.assert_array_equal(result.labels, expected("cc", edges, 0))
+    assert result.stats.dense_rounds > LATE_WEAK_DENSE_ROUNDS
+    turned_weak = room and device == "cpu"
+    assert result.stats.predictor == ("combined" if turned_weak else "strong")
+    check_round_log(result.stats)
 
 
 def _sweep_params():

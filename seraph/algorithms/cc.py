@@ -35,7 +35,7 @@ proofs".
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse.csgraph as csgraph
@@ -46,6 +46,7 @@ from seraph.algorithms.verify import compare
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
+from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
 from seraph.scheduler import EngineConfig, Run
 from seraph.semiring import ZERO
 from seraph.spec import MIN_CHANGED, Algorithm, Output, Plan
@@ -103,6 +104,9 @@ def plan(graph, layout, config: EngineConfig) -> Plan | None:
 
 SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False,
                  output=Output(dtype=np.dtype(np.int64)), plan=plan)
+#: CC by label propagation: on a high-diameter graph it runs many dense rounds, where the
+#: weak history pays on the CPU (docs/benchmarks/predictors-cpu.md).
+PROPAGATION = replace(SPEC, weak_after=LATE_WEAK_DENSE_ROUNDS)
 
 
 @dataclass
@@ -132,7 +136,8 @@ def connected_components(graph, *, config: EngineConfig | None = None,
         raise InputError(f"connected components need an undirected (symmetric) graph but "
                          f"{remedy} to get its weakly connected components")
     config = config or make_config(**options)
-    labels, stats, trace = execute(g, SPEC, None, config)
+    spec = SPEC if config.components == "union-find" else PROPAGATION
+    labels, stats, trace = execute(g, spec, None, config)
     return CCResult(input_ids(g, labels), own_labels(labels), stats, trace)
 
 

@@ -77,6 +77,10 @@ class Backend(ABC):
     """
 
     name = "abstract"  #: what the run's stats call the device
+    #: Whether the weak predictor's history pays on long label-propagation runs here, so
+    #: that ``predictor="auto"`` adds it after :attr:`~seraph.spec.Algorithm.weak_after`
+    #: dense rounds (measured: docs/benchmarks/predictors-cpu.md, predictors-gpu.md).
+    weak_history_pays = False
     #: The bytes of a one-time upload of the whole graph (0: its pages moved by slot).
     upload_bytes: int = 0
 
