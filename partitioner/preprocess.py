@@ -35,9 +35,11 @@ def to_edge_source(data, format: str = "auto", weights: str = "auto") -> EdgeSou
 def preprocess(data, output: str | os.PathLike, *, format: str = "auto", weights: str = "auto",
                symmetrize: bool = False, keep_duplicates: bool = False,
                keep_self_loops: bool = False, page_edges: int = DEFAULT_PAGE_EDGES,
-               memory: int | str | None = None, compress: bool = False, force: bool = False,
-               seed: int = 0, command: str | None = None) -> Path:
+               memory: int | str | None = None, compress: bool = False, order: str = "input",
+               force: bool = False, seed: int = 0, command: str | None = None) -> Path:
     """Preprocesses an input graph into a Seraph store at ``output``.
+
+    ``order`` is the store's vertex order (:mod:`partitioner.order`): ``input`` or ``rcm``.
 
     ``weights`` is ``auto`` (weights from the input when it has them), ``none``, ``file``
     (the input must carry weights) or ``random:LO,HI`` (deterministic by ``seed``).
@@ -52,7 +54,8 @@ def preprocess(data, output: str | os.PathLike, *, format: str = "auto", weights
     options = Options(symmetrize=symmetrize, random_weights=random_weights, seed=seed,
                       keep_duplicates=keep_duplicates, keep_self_loops=keep_self_loops,
                       page_edges=page_edges,
-                      memory=None if memory is None else parse_size(memory), compress=compress)
+                      memory=None if memory is None else parse_size(memory), compress=compress,
+                      order=order)
     return write_store(source, output, options, force=force, command=command)
 
 
@@ -73,7 +76,8 @@ def store_info(path: str | os.PathLike) -> dict:
             "directed": a.directed, "symmetric": a.symmetric, "weighted": a.weighted,
             "weight_dtype": a.weight_dtype, "page_edges": a.page_edges,
             "num_pages": a.num_pages, "compression": a.compression or "none",
-            "relabelled": a.relabelled, "in_degree": stats(in_deg),
+            "relabelled": a.relabelled, "vertex_order": a.vertex_order,
+            "in_degree": stats(in_deg),
             "out_degree": stats(out_deg), "self_loops_removed": a.self_loops_removed,
             "duplicates_removed": a.duplicates_removed, "format_version": a.version,
             "bytes_on_disk": store.disk_bytes(), "source": a.source}

@@ -37,6 +37,7 @@ from numba import njit
 
 from partitioner.csx import compact_edges, dedup_rows, expand_rows, partition, sort_by_key
 from partitioner.edges import EdgeChunk, EdgeSource
+from partitioner.order import check_order, permute_rows, rcm_order
 from seraph import progress, temporaries
 from seraph.errors import InputError, StoreError
 from seraph.store import StoreAttrs, StoreWriter
@@ -590,6 +591,53 @@ def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
     attrs.duplicates_removed = duplicates
 
 
+def _emit(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
+          options: Options) -> None:
+    """Pass 3 into ``sink``; under a vertex order other than the input's, into memory first,
+    then renumbered into ``sink``."""
+    if options.order == "input":
+        _emit_rows(sink, attrs, ids, by_source, options)
+        return
+    # The rows, twice over while renumbered, and the order's own arrays.
+    need = 3 * _sweep_bytes(by_source.num_edges, attrs.num_vertices, attrs.weighted)
+    if need > options.budget():
+        raise InputError(f"--order {options.order} renumbers the graph in memory: that needs "
+                         f"about {need >> 20} MiB, more than the {options.budget() >> 20} MiB "
+                         "memory budget; raise --memory or leave the input's order")
+    staged = MemorySink()
+    _emit_rows(staged, attrs, ids, by_source, options)
+    _emit_renumbered(sink, attrs, staged.arrays, ids.original_ids, options)
+
+
+def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray],
+                     input_ids: np.ndarray | None, options: Options) -> None:
+    """The graph in ``arrays`` (pass 3's output) written to ``sink`` with its vertices in
+    ``options.order``; each keeps its input id (``vertices/original_id``), and
+    ``vertices/by_input_id`` lists the store's vertices by input id, for lookups."""
+    n, m, pe = attrs.num_vertices, attrs.num_edges, attrs.page_edges
+    progress.info(f"ordering {n} vertices ({options.order})")
+    old = rcm_order(arrays["csc/indptr"], arrays["csc/indices"], n, attrs.symmetric)
+    new_of_old = np.empty(n, dtype=np.int64)
+    new_of_old[old] = np.arange(n)
+    for prefix in ("csc",) if attrs.symmetric else ("csc", "csr"):
+        indptr, indices, weights = permute_rows(
+            arrays[f"{prefix}/indptr"], arrays[f"{prefix}/indices"],
+            arrays.get(f"{prefix}/weights"), old, new_of_old)
+        pages = PagedArrays(sink, prefix, m, attrs.weighted, pe)
+        pages.append(indices, _NO_WEIGHTS if weights is None else weights.view(np.uint32))
+        pages.flush()
+        sink.finish_paged(prefix, m)
+        sink.write_array(f"{prefix}/indptr", indptr)
+        if prefix == "csc":
+            first, last = page_bounds(indptr, m, pe)
+    sink.write_array("pages/first_vertex", first)
+    sink.write_array("pages/last_vertex", last)
+    original = old if input_ids is None else input_ids[old]
+    sink.write_array("vertices/original_id", original)
+    sink.write_array("vertices/by_input_id", np.argsort(original, kind="stable"))
+    attrs.relabelled, attrs.vertex_order = True, options.order
+
+
 # --------------------------------------------------------------------------------------
 # The whole pipeline
 # --------------------------------------------------------------------------------------
@@ -605,8 +653,10 @@ class Options:
     page_edges: int = DEFAULT_PAGE_EDGES
     memory: int | None = None
     compress: bool = False
+    order: str = "input"  #: the store's vertex order (:mod:`partitioner.order`)
 
     def check(self) -> None:
+        check_order(self.order)
         pe = self.page_edges
         if pe < 1 or pe & (pe - 1):
             raise InputError(f"page_edges must be a power of two, got {pe}")
@@ -640,7 +690,7 @@ def write_store(source: EdgeSource, output: str | os.PathLike, options: Options 
             attrs, ids, by_source = _bucket(source, options, spill)
             with StoreWriter(output, attrs, force=force) as writer:
                 attrs.source["command"] = command or " ".join(sys.argv)
-                _emit_rows(StoreSink(writer), attrs, ids, by_source, options)
+                _emit(StoreSink(writer), attrs, ids, by_source, options)
                 writer.group.attrs.update(asdict(attrs))
                 path = writer.commit(replace=force)
     except OSError as e:
@@ -662,7 +712,7 @@ def build_in_memory(source: EdgeSource, options: Options | None = None
     with tempfile.TemporaryDirectory(prefix="seraph-spill-") as spill:
         attrs, ids, by_source = _bucket(source, options, Path(spill))
         sink = MemorySink()
-        _emit_rows(sink, attrs, ids, by_source, options)
+        _emit(sink, attrs, ids, by_source, options)
     attrs.complete = True
     return attrs, sink.arrays
 

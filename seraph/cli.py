@@ -39,6 +39,10 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
                    help="host memory budget for partitioning, e.g. 4GiB (default: a quarter "
                         "of the RAM)")
     p.add_argument("--compress", action="store_true", help="blosc-lz4 compression (cold storage)")
+    p.add_argument("--order", choices=("input", "rcm"), default="input",
+                   help="vertex order in the store: the input's, or reverse Cuthill-McKee, "
+                        "which puts neighbours at nearby ids (road networks, meshes; built "
+                        "in memory). Results still name input ids")
     p.add_argument("--keep-duplicates", action="store_true", help="keep duplicate edges")
     p.add_argument("--keep-self-loops", action="store_true", help="keep self-loops")
     p.add_argument("--force", action="store_true",
@@ -52,8 +56,8 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
     path = preprocess(args.input, args.output, format=args.format, weights=args.weights,
                       symmetrize=args.symmetrize, keep_duplicates=args.keep_duplicates,
                       keep_self_loops=args.keep_self_loops, page_edges=args.page_edges,
-                      memory=_memory(args), compress=args.compress, force=args.force,
-                      seed=args.seed, command=args.command_line)
+                      memory=_memory(args), compress=args.compress, order=args.order,
+                      force=args.force, seed=args.seed, command=args.command_line)
     _print_summary(path)
     return 0
 
@@ -76,8 +80,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     options = Options(symmetrize=args.symmetrize, seed=args.seed,
                       keep_duplicates=args.keep_duplicates, keep_self_loops=args.keep_self_loops,
                       page_edges=args.page_edges,
-                      memory=_memory(args),
-                      compress=args.compress)
+                      memory=_memory(args), compress=args.compress, order=args.order)
     path = write_store(source, args.output, options, force=args.force,
                        command=args.command_line)
     _print_summary(path)
@@ -109,8 +112,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     weights = f"weighted ({info['weight_dtype']})" if info["weighted"] else "unweighted"
     lines = [
         f"store        {info['path']} (format version {info['format_version']})",
-        f"vertices     {info['num_vertices']:,}" + ("  (input ids relabelled)"
-                                                   if info["relabelled"] else ""),
+        f"vertices     {info['num_vertices']:,}" + (
+            f"  (renumbered: {info['vertex_order']} order)" if info["vertex_order"] != "input"
+            else "  (input ids relabelled)" if info["relabelled"] else ""),
         f"edges        {info['num_edges']:,}  {kind}, {weights}",
         f"pages        {info['num_pages']} of {info['page_edges']:,} edges, "
         f"compression {info['compression']}",

@@ -41,16 +41,19 @@ class Graph:
     @classmethod
     def from_edges(cls, src, dst, weight=None, num_vertices: int | None = None, *,
                    symmetrize: bool = False, page_edges: int | None = None,
-                   keep_duplicates: bool = False, keep_self_loops: bool = False) -> Graph:
+                   keep_duplicates: bool = False, keep_self_loops: bool = False,
+                   order: str = "input") -> Graph:
         """Builds an in-memory graph from edge arrays ``src[i] -> dst[i]`` (weights optional).
 
         Self-loops and duplicate edges are dropped (a duplicate keeps its minimum weight)
-        unless asked to keep them, exactly as ``seraph preprocess`` does.
+        unless asked to keep them, exactly as ``seraph preprocess`` does. ``order="rcm"``
+        renumbers the vertices for locality (:mod:`partitioner.order`); results are then
+        per store vertex, named by :attr:`vertex_ids`.
         """
         from partitioner.readers import edges_from_arrays
 
         return cls._build(edges_from_arrays(src, dst, weight, num_vertices), symmetrize,
-                          page_edges, keep_duplicates, keep_self_loops)
+                          page_edges, keep_duplicates, keep_self_loops, order)
 
     @classmethod
     def from_scipy(cls, matrix, *, symmetrize: bool = False, page_edges: int | None = None,
@@ -60,15 +63,16 @@ class Graph:
         from partitioner.readers import edges_from_scipy
 
         return cls._build(edges_from_scipy(matrix), symmetrize, page_edges, False,
-                          keep_self_loops)
+                          keep_self_loops, "input")
 
     @classmethod
-    def _build(cls, source, symmetrize, page_edges, keep_duplicates, keep_self_loops) -> Graph:
+    def _build(cls, source, symmetrize, page_edges, keep_duplicates, keep_self_loops,
+               order) -> Graph:
         from partitioner.writer import DEFAULT_PAGE_EDGES, Options, build_in_memory
 
         attrs, arrays = build_in_memory(source, Options(
             symmetrize=symmetrize, page_edges=page_edges or DEFAULT_PAGE_EDGES,
-            keep_duplicates=keep_duplicates, keep_self_loops=keep_self_loops))
+            keep_duplicates=keep_duplicates, keep_self_loops=keep_self_loops, order=order))
         return cls(attrs, arrays=arrays)
 
     # -- metadata -------------------------------------------------------------------------
@@ -208,12 +212,24 @@ class Graph:
                 raise InputError(f"source vertex {vid} is out of range: the graph has "
                                  f"vertices 0..{self.num_vertices - 1}")
             return vid
-        ids = self.vertex_ids
+        ids = self._sorted_vertex_ids
         i = int(np.searchsorted(ids, vid))
         if i >= len(ids) or ids[i] != vid:
             raise InputError(f"source vertex {vid} is not a vertex of this graph (its input "
                              "ids were relabelled; see Graph.vertex_ids)")
-        return i
+        return i if self.attrs.vertex_order == "input" else int(self._by_input_id[i])
+
+    @cached_property
+    def _by_input_id(self) -> np.ndarray:
+        """The store's vertices by input id (a renumbered store's, partitioner.order)."""
+        return self.array("vertices/by_input_id")
+
+    @cached_property
+    def _sorted_vertex_ids(self) -> np.ndarray:
+        """The input ids in ascending order: :attr:`vertex_ids` itself unless renumbered."""
+        if self.attrs.vertex_order == "input":
+            return self.vertex_ids
+        return self.vertex_ids[self._by_input_id]
 
 
 def open_graph(path: str | os.PathLike) -> Graph:

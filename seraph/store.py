@@ -12,6 +12,7 @@ format"; docs/store.md)::
       pages/first_vertex   int64 [P]
       pages/last_vertex    int64 [P]
       vertices/original_id int64 [n] (only when input ids were relabelled)
+      vertices/by_input_id int64 [n] (renumbered stores: the vertices by input id)
 
 Pages are chunks: reading page p of an uncompressed store is one read of one chunk file
 straight into the caller's buffer (a pinned slot on the GPU path), with no zarr overhead.
@@ -56,6 +57,9 @@ class StoreAttrs:
     num_pages: int
     compression: str | None = None
     relabelled: bool = False
+    #: ``input``: vertices in input-id order; otherwise (partitioner.order) renumbered,
+    #: with ``vertices/by_input_id``
+    vertex_order: str = "input"
     weight_dtype: str | None = None
     self_loops_removed: int = 0
     duplicates_removed: int = 0
@@ -232,6 +236,8 @@ class Store:
                 expect["csr/weights"] = (m, "float32")
         if a.relabelled:
             expect["vertices/original_id"] = (n, "int64")
+        if a.vertex_order != "input":
+            expect["vertices/by_input_id"] = (n, "int64")
         if a.num_pages != -(-m // a.page_edges):
             raise StoreError(f"{self.path}: num_pages={a.num_pages} does not match "
                              f"num_edges={m} with page_edges={a.page_edges}")

@@ -439,3 +439,22 @@ def test_preprocess_reading_bar_counts_the_file_bytes(tmp_path, monkeypatch):
     reading = bars["reading"]
     assert (reading.total, reading.unit, reading.n) == (edges.stat().st_size, "B",
                                                         edges.stat().st_size)
+
+
+def test_a_renumbered_store_answers_by_input_id(tmp_path, capsys, device):
+    """``--order rcm``: the store's vertices are renumbered, the output still names input
+    ids, and --validate checks the answer against scipy on the same store."""
+    path = tmp_path / "grid.zarr"
+    assert main(["generate", "grid", "--rows", "20", "--cols", "30", "--remove", "0.1",
+                 "--weighted", "--symmetrize", "--order", "rcm", "--page-edges", "256",
+                 "-o", str(path), "-q"]) == 0
+    assert seraph.open_graph(path).attrs.vertex_order == "rcm"
+    out = tmp_path / "levels.npz"
+    for algorithm, source in (("bfs", ["--source", "7"]), ("cc", [])):
+        assert main(["run", algorithm, str(path), *source, "--device", device, "--validate",
+                     "--output", str(out), "-q"]) == 0
+        data = np.load(out)
+        by_id = dict(zip(data["vertex_id"].tolist(), data["value"].tolist(), strict=True))
+        assert sorted(by_id) == list(range(600))
+        assert by_id[7] == (0 if algorithm == "bfs" else min(
+            v for v, label in by_id.items() if label == by_id[7]))

@@ -138,7 +138,28 @@ def connected_components(graph, *, config: EngineConfig | None = None,
     config = config or make_config(**options)
     spec = SPEC if config.components == "union-find" else PROPAGATION
     labels, stats, trace = execute(g, spec, None, config)
-    return CCResult(input_ids(g, labels), own_labels(labels), stats, trace)
+    return CCResult(component_labels(g, labels), own_labels(labels), stats, trace)
+
+
+def component_labels(graph, labels: np.ndarray) -> np.ndarray:
+    """Each vertex's label as an input id, the smallest of its component, from ``labels``
+    that name one store vertex of each component. In a store that keeps the input's order
+    the smallest store vertex has the smallest input id; a renumbered store's
+    (partitioner.order) is looked up."""
+    if graph.attrs.vertex_order == "input":
+        return input_ids(graph, labels)
+    return _smallest_input_ids(labels, graph.vertex_ids)
+
+
+@njit(cache=True)
+def _smallest_input_ids(labels, ids):
+    smallest = np.full(len(labels), np.iinfo(np.int64).max, dtype=np.int64)
+    for v in range(len(labels)):
+        smallest[labels[v]] = min(smallest[labels[v]], ids[v])
+    out = np.empty(len(labels), dtype=np.int64)
+    for v in range(len(labels)):
+        out[v] = smallest[labels[v]]
+    return out
 
 
 @njit(cache=True, parallel=True)
@@ -164,7 +185,7 @@ def reference(graph, source: int | None = None) -> np.ndarray:
 
 def check(graph, labels: np.ndarray, source: int | None = None) -> str | None:
     # Labels are reported as input ids.
-    return compare(graph, labels, lambda: graph.vertex_ids[reference(graph)])
+    return compare(graph, labels, lambda: component_labels(graph, reference(graph)))
 
 
 def summary(labels: np.ndarray) -> str:
