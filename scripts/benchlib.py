@@ -146,9 +146,10 @@ def generated(kind: str, scale: int, weights: tuple[float, float] | None = None,
 
 
 def shuffled_grid(side: int, weights: tuple[float, float] | None = None,
-                  page_edges: int | None = None):
+                  page_edges: int | None = None, order: str = "input"):
     """A ``side x side`` grid with :data:`REMOVE_FRACTION` of its edges removed and its
-    ids permuted by a fixed permutation, as real road networks' are."""
+    ids permuted by a fixed permutation, as real road networks' are (``order``: the
+    graph's vertex order, see partitioner.order)."""
     from partitioner import generators
     from seraph import Graph
 
@@ -160,7 +161,7 @@ def shuffled_grid(side: int, weights: tuple[float, float] | None = None,
     weight = np.concatenate([c.weight for c in chunks]) if weights else None
     perm = np.random.default_rng(SHUFFLE_SEED).permutation(side * side)
     return Graph.from_edges(perm[src], perm[dst], weight, num_vertices=side * side,
-                            symmetrize=True, page_edges=page_edges)
+                            symmetrize=True, page_edges=page_edges, order=order)
 
 
 # --------------------------------------------------------------------------- timing
