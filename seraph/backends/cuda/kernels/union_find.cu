@@ -54,8 +54,10 @@ __device__ __forceinline__ int4 row_chunk(const int* indices, long long m, long 
 // load costs a PCIe request however few of its bytes are used (two passes of one 4-byte
 // load a vertex were 60% of CC's time on a uniform graph, and eight loads from one line
 // were no faster), so each vertex links the neighbours in its row's first 16-byte chunk
-// and, when that holds only one, in the next chunk too: at least two neighbours where the
-// row has them, as Afforest's two sampling passes link. (Linking more changes no component.)
+// and, when that holds only one, in the next chunk too. It links two of them where the row
+// has two, as Afforest's two sampling passes do: linking all a chunk holds changes no
+// component but costs root walks and retried swaps, and made a 4096^2 grid's pass twice as
+// long as two links.
 __global__ void link_sampled(LINK_SAMPLED_PARAMS) {
     const long long m = indptr[n];
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
@@ -66,9 +68,14 @@ __global__ void link_sampled(LINK_SAMPLED_PARAMS) {
         int4 a = row_chunk(indices, m, chunk, start, end), b = make_int4(-1, -1, -1, -1);
         if (chunk + 4 - start < 2 && chunk + 4 < end) b = row_chunk(indices, m, chunk + 4, start, end);
         const int sample[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        int linked = 0;
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
-            if (sample[i] >= 0) link_pair(parent, (int)v, sample[i]);
+        for (int i = 0; i < 8; ++i) {
+            if (sample[i] >= 0 && linked < 2) {
+                link_pair(parent, (int)v, sample[i]);
+                ++linked;
+            }
+        }
     }
 }
 
