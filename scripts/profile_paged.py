@@ -128,7 +128,7 @@ def rounds(graph: seraph.Graph, args) -> None:
     def report(run_: scheduler.Run, what: str) -> None:
         # The open vertices as the engine's own bottom-up count finds them (no limit).
         values = run_.be.host_values().astype(np.float32)
-        threshold = run_.threshold
+        threshold = run_.proven  # what the engine's bottom-up rounds stand on
         plain = unsettled(values, indptr, threshold, graph.num_edges + 1, NO_BOUND)
         lightest = unsettled(values, indptr, threshold, graph.num_edges + 1,
                              run_.be.strong_bound(threshold))

@@ -116,8 +116,9 @@ class Run:
         self.stats, self.trace = stats, trace
         self.layout = backend.layout
         self.epoch = 0
-        self.threshold = -1  # no vertex is proven converged before the first round
-        self.proven = -1  # the threshold the strong rule and bottom-up rounds use (prove)
+        # The strong threshold the sweeps and bottom-up rounds use (prove); none before
+        # the first round.
+        self.proven = -1
         self.forward = True
         self.rechecking = False  # the current round is the weak predictor's final re-check
         # Whether a vertex may owe an attempt (the weak predictor skipped one since the last
@@ -202,7 +203,7 @@ class Run:
         """The values changed outside a round (a plan's own step, as CC's labelling after
         its hub phase): nothing is proven final until a round has run, and what is marked
         from now on gets an epoch of its own."""
-        self.threshold = self.proven = -1
+        self.proven = -1
         self.epoch += 1
 
     def end_round(self, succeeded: int, changed_min) -> None:
@@ -215,13 +216,11 @@ class Run:
             self.stats.predictor_states.append(self.be.state_counts())
 
     def prove(self, threshold) -> None:
-        """Records ``threshold``, just found, as :attr:`threshold`, and as :attr:`proven`
-        (the one the strong rule and bottom-up rounds use) where its argument held when it
-        was found: nothing owed an attempt, and for BFS, whose bound counts rounds, nothing
-        was ever skipped. Otherwise the last proven threshold stays: every later change
-        descends from changes it bounded, so it stays a lower bound on them (design.md,
-        section 8)."""
-        self.threshold = threshold
+        """Takes ``threshold``, just found, as :attr:`proven` (the one the strong rule and
+        bottom-up rounds use) where its argument held when it was found: nothing owed an
+        attempt, and for BFS, whose bound counts rounds, nothing was ever skipped.
+        Otherwise the last proven threshold stays: every later change descends from changes
+        it bounded, so it stays a lower bound on them (design.md, section 8)."""
         if not self.owes and not (self.skipped_ever and self.alg.strong_rule == ROUNDS):
             self.proven = threshold
 
