@@ -276,9 +276,12 @@ def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, i
                     in_next[v] = 1
                     out[k] = v
                     k += 1
-                    out_edges += indptr[v + 1] - indptr[v]
+    # The claims' out-edges are counted here, not as they are claimed: reading indptr in
+    # the edge loop made the rounds of a road-like grid's BFS 10-15% slower (2-4% of the
+    # call).
     for i in range(start, k):
         in_next[out[i]] = 0
+        out_edges += indptr[out[i] + 1] - indptr[out[i]]
     return k - start, pushed, out_edges
 
 

@@ -237,7 +237,10 @@ __device__ __forceinline__ long long warp_min(long long x) {
 // of 32 edges is one request. Consecutive vertices' rows are adjacent in the CSC, so the
 // warp reads the aligned 32-edge chunks that cover its open vertices' rows, skipping
 // chunks that hold none; each lane finds whose row its edge is in, and a segmented
-// minimum over the lanes gives each row's best candidate of the chunk.
+// minimum over the lanes gives each row's best candidate of the chunk. A BFS row stops
+// at the first chunk that offers the strong threshold, the lowest level an open vertex can
+// get, as GAP's bottom-up step stops at its first parent (the CPU's pull_floor): its later
+// chunks are not read.
 template <typename V>
 __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
                            const int* __restrict__ indices, const float* __restrict__ weights,
@@ -254,6 +257,8 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
     const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
     // Chunks are aligned in memory, not in edge ids: `indices` may start anywhere.
     const long long skew = (long long)(((unsigned long long)indices >> 2) & 31);
+    // Unit weights and the plain threshold (no lightest-in-edge codes): BFS.
+    const bool stops_at_threshold = mode == UNIT && !less_value(0.0f, strong.unit);
     for (long long v0 = warp * 32; v0 < items.num_vertices; v0 += num_warps * 32) {
         const long long v = v0 + lane;
         // A lane past the last vertex holds an empty row beyond every edge.
@@ -275,6 +280,8 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             atomicAdd(&sh.count[SKIPPED_STRONG], (unsigned long long)__popc(skipped));
         if (!open_rows) continue;
         V best = old;
+        bool pulling = open;  // open, and not yet offered the floor
+        unsigned pulling_rows = open_rows;
         long long chunk = warp_min(open ? (lo + skew) >> 5 : NO_CHUNK);
         while (chunk != NO_CHUNK) {
             const long long e = (chunk << 5) + lane - skew;
@@ -287,7 +294,7 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             // Every lane shuffles (no short circuit may skip one).
             const long long row_lo = __shfl_sync(ALL, lo, row);
             const long long row_hi = __shfl_sync(ALL, hi, row);
-            const bool mine = (open_rows >> row & 1) && row_lo <= e && e < row_hi;
+            const bool mine = (pulling_rows >> row & 1) && row_lo <= e && e < row_hi;
             V cand = mine ? candidate<V>(values[indices[e]], weights, e, mode, inf) : inf;
             // Segmented minimum: a row's edges are consecutive lanes of the chunk.
             const int key = mine ? row : 32 + lane;
@@ -303,8 +310,10 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             __syncwarp();
             best = min_value(best, row_best[lane]);
             __syncwarp();
-            // The next chunk holding an open row's edge.
-            const long long last = open ? (hi - 1 + skew) >> 5 : -1;
+            if (stops_at_threshold && !less_value(strong.threshold, best)) pulling = false;
+            pulling_rows = __ballot_sync(ALL, pulling);
+            // The next chunk holding an edge of a row still pulling.
+            const long long last = pulling ? (hi - 1 + skew) >> 5 : -1;
             chunk = warp_min(last > chunk ? max(chunk + 1, (lo + skew) >> 5) : NO_CHUNK);
         }
         if (lane == 0) atomicAdd(&sh.count[ATTEMPTED], (unsigned long long)__popc(open_rows));
