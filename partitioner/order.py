@@ -6,8 +6,16 @@ Cuthill-McKee order (Cuthill and McKee 1969; George 1971), a BFS order from a
 peripheral vertex, puts each vertex's neighbours at nearby ids: on a road-like
 1024 x 1024 grid with shuffled ids the CPU push loop of a BFS runs 2x faster
 (docs/benchmarks/cpu-vs-scipy.md). The order comes from scipy
-(``scipy.sparse.csgraph.reverse_cuthill_mckee``) and is applied to a graph built in
-memory; the store keeps each vertex's input id, so results still name input vertices.
+(``scipy.sparse.csgraph.reverse_cuthill_mckee``).
+
+Power-law graphs (R-MAT, social and web graphs) come with their hubs at random ids.
+Numbering the vertices by decreasing out-degree, as GAP and Ligra relabel, puts the hubs'
+values in a few cache lines, which most edges read, and their in-edges in the first pages,
+which a dense round pulls first, so the vertices after them pull final hub values (R-MAT
+figures: docs/benchmarks/degree-order.md).
+
+Either order is applied to a graph built in memory; the store keeps each vertex's input
+id, so results still name input vertices.
 """
 
 from __future__ import annotations
@@ -19,13 +27,29 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from seraph.errors import InputError
 
-#: ``input``: store vertices in input-id order; ``rcm``: reverse Cuthill-McKee.
-ORDERS = ("input", "rcm")
+#: ``input``: store vertices in input-id order; ``rcm``: reverse Cuthill-McKee;
+#: ``degree``: by decreasing out-degree.
+ORDERS = ("input", "rcm", "degree")
 
 
 def check_order(order: str) -> None:
     if order not in ORDERS:
         raise InputError(f"unknown vertex order {order!r}; expected one of {', '.join(ORDERS)}")
+
+
+def vertex_order(order: str, indptr: np.ndarray, indices: np.ndarray,
+                 out_degrees: np.ndarray, symmetric: bool) -> np.ndarray:
+    """``old[i]``: the vertex that becomes vertex i in ``order`` (not ``input``), from the
+    graph's CSC (``indptr``, ``indices``) and its vertices' out-degrees."""
+    if order == "rcm":
+        return rcm_order(indptr, indices, len(out_degrees), symmetric)
+    return degree_order(out_degrees)
+
+
+def degree_order(out_degrees: np.ndarray) -> np.ndarray:
+    """``old[i]``: the vertex that becomes vertex i, by decreasing out-degree (ties keep
+    the input order)."""
+    return np.argsort(-out_degrees.astype(np.int64), kind="stable")
 
 
 def rcm_order(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,

@@ -37,7 +37,7 @@ from numba import njit
 
 from partitioner.csx import compact_edges, dedup_rows, expand_rows, partition, sort_by_key
 from partitioner.edges import EdgeChunk, EdgeSource
-from partitioner.order import check_order, permute_rows, rcm_order
+from partitioner.order import check_order, permute_rows, vertex_order
 from seraph import progress, temporaries
 from seraph.errors import InputError, StoreError
 from seraph.store import StoreAttrs, StoreWriter
@@ -616,7 +616,9 @@ def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray
     ``vertices/by_input_id`` lists the store's vertices by input id, for lookups."""
     n, m, pe = attrs.num_vertices, attrs.num_edges, attrs.page_edges
     progress.info(f"ordering {n} vertices ({options.order})")
-    old = rcm_order(arrays["csc/indptr"], arrays["csc/indices"], n, attrs.symmetric)
+    out_indptr = arrays["csc/indptr" if attrs.symmetric else "csr/indptr"]
+    old = vertex_order(options.order, arrays["csc/indptr"], arrays["csc/indices"],
+                       np.diff(out_indptr), attrs.symmetric)
     new_of_old = np.empty(n, dtype=np.int64)
     new_of_old[old] = np.arange(n)
     for prefix in ("csc",) if attrs.symmetric else ("csc", "csr"):

@@ -29,6 +29,7 @@ def _command_line(argv: Sequence[str] | None) -> str:
 
 # -- preprocess / generate / info ---------------------------------------------------------
 def _add_store_options(p: argparse.ArgumentParser) -> None:
+    from partitioner.order import ORDERS
     from partitioner.writer import DEFAULT_PAGE_EDGES
 
     p.add_argument("-o", "--output", required=True, help="the store to write (a directory)")
@@ -39,10 +40,11 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
                    help="host memory budget for partitioning, e.g. 4GiB (default: a quarter "
                         "of the RAM)")
     p.add_argument("--compress", action="store_true", help="blosc-lz4 compression (cold storage)")
-    p.add_argument("--order", choices=("input", "rcm"), default="input",
-                   help="vertex order in the store: the input's, or reverse Cuthill-McKee, "
-                        "which puts neighbours at nearby ids (road networks, meshes; built "
-                        "in memory). Results still name input ids")
+    p.add_argument("--order", choices=ORDERS, default="input",
+                   help="vertex order in the store: the input's; rcm (reverse "
+                        "Cuthill-McKee), which puts neighbours at nearby ids (road "
+                        "networks, meshes); or degree, hubs first (power-law graphs). "
+                        "Both are built in memory. Results still name input ids")
     p.add_argument("--keep-duplicates", action="store_true", help="keep duplicate edges")
     p.add_argument("--keep-self-loops", action="store_true", help="keep self-loops")
     p.add_argument("--force", action="store_true",

@@ -47,8 +47,9 @@ class Graph:
 
         Self-loops and duplicate edges are dropped (a duplicate keeps its minimum weight)
         unless asked to keep them, exactly as ``seraph preprocess`` does. ``order="rcm"``
-        renumbers the vertices for locality (:mod:`partitioner.order`); results are then
-        per store vertex, named by :attr:`vertex_ids`.
+        (road networks, meshes) or ``order="degree"`` (power-law graphs) renumbers the
+        vertices for locality (:mod:`partitioner.order`); results are then per store
+        vertex, named by :attr:`vertex_ids`.
         """
         from partitioner.readers import edges_from_arrays
 

@@ -441,14 +441,15 @@ def test_preprocess_reading_bar_counts_the_file_bytes(tmp_path, monkeypatch):
                                                         edges.stat().st_size)
 
 
-def test_a_renumbered_store_answers_by_input_id(tmp_path, capsys, device):
-    """``--order rcm``: the store's vertices are renumbered, the output still names input
+@pytest.mark.parametrize("order", ["rcm", "degree"])
+def test_a_renumbered_store_answers_by_input_id(tmp_path, capsys, device, order):
+    """``--order``: the store's vertices are renumbered, the output still names input
     ids, and --validate checks the answer against scipy on the same store."""
     path = tmp_path / "grid.zarr"
     assert main(["generate", "grid", "--rows", "20", "--cols", "30", "--remove", "0.1",
-                 "--weighted", "--symmetrize", "--order", "rcm", "--page-edges", "256",
+                 "--weighted", "--symmetrize", "--order", order, "--page-edges", "256",
                  "-o", str(path), "-q"]) == 0
-    assert seraph.open_graph(path).attrs.vertex_order == "rcm"
+    assert seraph.open_graph(path).attrs.vertex_order == order
     out = tmp_path / "levels.npz"
     for algorithm, source in (("bfs", ["--source", "7"]), ("cc", [])):
         assert main(["run", algorithm, str(path), *source, "--device", device, "--validate",

@@ -1,6 +1,7 @@
-"""Stores renumbered for locality (``order="rcm"``, partitioner/order.py): every algorithm's
-answer, read through ``Graph.vertex_ids``, is the input-order graph's answer, and scipy's;
-sources are input ids; CC labels are each component's smallest input id."""
+"""Stores renumbered for locality (``order="rcm"`` or ``"degree"``, partitioner/order.py):
+every algorithm's answer, read through ``Graph.vertex_ids``, is the input-order graph's
+answer, and scipy's; sources are input ids; CC labels are each component's smallest input
+id."""
 
 from __future__ import annotations
 
@@ -40,18 +41,19 @@ def graphs(draw):
                            max_size=len(pairs)))
     edges = Edges(n, tuple(u for u, _ in pairs), tuple(v for _, v in pairs), tuple(weight),
                   draw(st.booleans()), keep=False)
-    return edges, draw(vertex), draw(st.sampled_from([1, 4, 64]))
+    return edges, draw(vertex), draw(st.sampled_from([1, 4, 64])), draw(st.sampled_from(
+        ["rcm", "degree"]))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=graphs())
 def test_renumbered_graphs_give_scipys_answers(case, device):
-    edges, source, page_edges = case
+    edges, source, page_edges, order = case
     g = Graph.from_edges(np.array(edges.src, dtype=np.int64),
                          np.array(edges.dst, dtype=np.int64),
                          np.array(edges.weight, dtype=np.float32), num_vertices=edges.n,
-                         symmetrize=edges.symmetric, page_edges=page_edges, order="rcm")
-    assert g.attrs.vertex_order == "rcm" and sorted(g.vertex_ids) == list(range(edges.n))
+                         symmetrize=edges.symmetric, page_edges=page_edges, order=order)
+    assert g.attrs.vertex_order == order and sorted(g.vertex_ids) == list(range(edges.n))
     levels = seraph.bfs(g, source, device=device).levels
     np.testing.assert_array_equal(by_input_id(g, levels), expected("bfs", edges, source))
     distances = seraph.sssp(g, source, device=device).distances
@@ -86,13 +88,25 @@ def test_a_shuffled_grid_gets_neighbours_at_nearby_ids():
         > 10 * side  # the shuffled ids' bandwidth
 
 
-def test_renumbered_store_round_trips_with_sparse_ids(tmp_path, device):
+def test_the_degree_order_numbers_hubs_first():
+    # Out-degrees: vertex 0 -> 1, 1 -> 3, 2 -> 0, 3 -> 3 (directed); ties keep input order.
+    src = np.array([0, 1, 1, 1, 3, 3, 3])
+    dst = np.array([1, 0, 2, 3, 0, 1, 2])
+    g = Graph.from_edges(src, dst, num_vertices=4, order="degree")
+    assert g.vertex_ids.tolist() == [1, 3, 0, 2]
+    np.testing.assert_array_equal(g.out_degrees(), [3, 3, 1, 0])
+    levels = seraph.bfs(g, 0, device="cpu").levels
+    np.testing.assert_array_equal(by_input_id(g, levels), [0, 1, 2, 2])
+
+
+@pytest.mark.parametrize("order", ["rcm", "degree"])
+def test_renumbered_store_round_trips_with_sparse_ids(tmp_path, device, order):
     ids = np.array([10, 10**6, 2**40, 77, 5])
     src, dst = ids[[0, 1, 2, 3, 4]], ids[[1, 2, 3, 4, 0]]  # a cycle through sparse ids
     path = write_store(edges_from_arrays(src, dst, [1.0, 2.0, 3.0, 4.0, 5.0]),
-                       tmp_path / "g.zarr", Options(symmetrize=True, order="rcm"))
+                       tmp_path / "g.zarr", Options(symmetrize=True, order=order))
     g = seraph.open_graph(path)
-    assert g.attrs.relabelled and g.attrs.vertex_order == "rcm"
+    assert g.attrs.relabelled and g.attrs.vertex_order == order
     assert sorted(g.vertex_ids) == sorted(ids)
     for vid in ids:
         assert g.vertex_ids[g.vertex_index(vid)] == vid
