@@ -37,6 +37,19 @@ def test_sources_are_distinct_non_isolated_and_fixed_by_the_seed(g, k, seed):
     assert random_sources(g, k, seed) == sources
 
 
+@settings(max_examples=30, deadline=None)
+@given(graphs_with_isolated_vertices(), st.integers(0, 2**32))
+def test_every_vertex_order_draws_the_same_sources(g, seed):
+    src, dst = np.repeat(np.arange(g.num_vertices), np.diff(g.csr()[0])), g.csr()[1]
+    k = min(3, int(((g.out_degrees() > 0) | (g.in_degrees() > 0)).sum()))
+    if k == 0:
+        return  # no edge left (self-loops only): nothing to draw
+    for order in ("rcm", "degree"):
+        renumbered = seraph.Graph.from_edges(src, dst, num_vertices=g.num_vertices,
+                                             order=order)
+        assert random_sources(renumbered, k, seed) == random_sources(g, k, seed)
+
+
 def test_sources_are_input_ids_of_a_relabelled_graph(tmp_path):
     edges = tmp_path / "g.el"
     edges.write_text("1000 2000\n2000 3000\n")
