@@ -14,8 +14,9 @@ values in a few cache lines, which most edges read, and their in-edges in the fi
 which a dense round pulls first, so the vertices after them pull final hub values (R-MAT
 figures: docs/benchmarks/degree-order.md).
 
-Either order is applied to a graph built in memory; the store keeps each vertex's input
-id, so results still name input vertices.
+The reverse Cuthill-McKee order is applied to a graph built in memory; the degree order
+while the edges are bucketed, out of core. The store keeps each vertex's input id, so
+results still name input vertices.
 """
 
 from __future__ import annotations
@@ -37,18 +38,11 @@ def check_order(order: str) -> None:
         raise InputError(f"unknown vertex order {order!r}; expected one of {', '.join(ORDERS)}")
 
 
-def vertex_order(order: str, indptr: np.ndarray, indices: np.ndarray,
-                 out_degrees: np.ndarray, symmetric: bool) -> np.ndarray:
-    """``old[i]``: the vertex that becomes vertex i in ``order`` (not ``input``), from the
-    graph's CSC (``indptr``, ``indices``) and its vertices' out-degrees."""
-    if order == "rcm":
-        return rcm_order(indptr, indices, len(out_degrees), symmetric)
-    return degree_order(out_degrees)
-
-
 def degree_order(out_degrees: np.ndarray) -> np.ndarray:
     """``old[i]``: the vertex that becomes vertex i, by decreasing out-degree (ties keep
-    the input order)."""
+    the input order). The writer counts the out-edges as it buckets them, duplicates
+    included, so the order costs one more pass over the edges and no in-memory copy of
+    the graph."""
     return np.argsort(-out_degrees.astype(np.int64), kind="stable")
 
 

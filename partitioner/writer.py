@@ -33,11 +33,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from partitioner.csx import compact_edges, dedup_rows, expand_rows, partition, sort_by_key
 from partitioner.edges import EdgeChunk, EdgeSource
-from partitioner.order import check_order, permute_rows, vertex_order
+from partitioner.order import check_order, degree_order, permute_rows, rcm_order
 from seraph import progress, temporaries
 from seraph.errors import InputError, StoreError
 from seraph.store import StoreAttrs, StoreWriter
@@ -76,9 +76,16 @@ class IdSpace:
     original_ids: np.ndarray | None = None
 
     def map(self, ids: np.ndarray) -> np.ndarray:
+        """Input ids to vertex numbers (pass 2, while ``original_ids`` ascend)."""
         if self.original_ids is None:
             return ids
         return np.searchsorted(self.original_ids, ids)
+
+    def renumbered(self, old: np.ndarray) -> IdSpace:
+        """The same vertices numbered so that vertex i is this numbering's ``old[i]``; the
+        input ids are then a permutation, which :meth:`map` cannot search."""
+        return IdSpace(self.num_vertices,
+                       old if self.original_ids is None else self.original_ids[old])
 
 
 # --------------------------------------------------------------------------------------
@@ -352,6 +359,9 @@ def _bucket(source: EdgeSource, options: Options, spill: Path
     by_source = Buckets("by-source", n, num_buckets, weighted,
                         None if num_buckets == 1 else spill)
     by_source.reserve(expected)
+    # --order degree numbers the vertices by the out-edges they get here: before duplicates
+    # go, so the order needs no second pass over the input.
+    degrees = np.zeros(n if options.order == "degree" else 0, dtype=np.int64)
     total = loops = 0
     with progress.bar(input_edges, "bucketing", "edges") as bar:
         for chunk in chunks:
@@ -363,22 +373,57 @@ def _bucket(source: EdgeSource, options: Options, spill: Path
                 src, dst = np.concatenate([src, dst[rev]]), np.concatenate([dst, src[rev]])
                 if weighted:
                     wbits = np.concatenate([wbits, wbits[rev]])
+            if len(degrees):
+                _count_keys(degrees, src)
             by_source.add(src, dst, wbits)
             total += len(chunk)
             bar.update(len(chunk))
     if total == 0 and source.num_vertices is None:
         raise InputError(f"{source.provenance.get('input', 'input')}: no edges found "
                          "(empty input)")
+    if len(degrees):
+        old = degree_order(degrees)
+        by_source = _renumbered(by_source, old, memory)
+        ids = ids.renumbered(old)
     attrs = StoreAttrs(num_vertices=n, num_edges=0, directed=not symmetric,
                        symmetric=symmetric, weighted=weighted, page_edges=options.page_edges,
                        num_pages=0, compression="blosc-lz4" if options.compress else None,
-                       relabelled=ids.original_ids is not None,
+                       relabelled=ids.original_ids is not None, vertex_order=options.order
+                       if options.order == "degree" else "input",
                        weight_dtype="float32" if weighted else None, self_loops_removed=loops,
                        source=_provenance(source, input_edges=total, symmetrize=symmetrize,
                                           random_weights=options.random_weights,
                                           weight_seed=None if options.random_weights is None
                                           else options.seed))
     return attrs, ids, by_source
+
+
+@njit(cache=True)
+def _count_keys(counts, keys):
+    for k in keys:
+        counts[k] += 1
+
+
+@njit(cache=True, parallel=True)
+def _rename(ids, new_of_old):
+    for i in prange(len(ids)):
+        ids[i] = new_of_old[ids[i]]
+
+
+def _renumbered(by_source: Buckets, old: np.ndarray, budget: int) -> Buckets:
+    """The edges of ``by_source`` with vertex ``old[i]`` renamed i, bucketed again by their
+    new source: one more pass over the edges, in the same budget, so a graph too large to
+    renumber in memory still gets the order."""
+    new_of_old = np.empty(len(old), dtype=np.int32)
+    new_of_old[old] = np.arange(len(old), dtype=np.int32)
+    out = by_source.like("renumbered")
+    with progress.bar(by_source.num_edges, "renumbering", "edges") as bar:
+        for _lo, _hi, (keys, others, wbits) in by_source.drain(budget):
+            _rename(keys, new_of_old)
+            _rename(others, new_of_old)
+            out.add(keys, others, wbits)  # fresh arrays: kept as they are in memory
+            bar.update(len(keys))
+    return out
 
 
 def _checked_edges(chunk: EdgeChunk, ids: IdSpace, source: EdgeSource, options: Options
@@ -593,10 +638,12 @@ def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
 
 def _emit(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
           options: Options) -> None:
-    """Pass 3 into ``sink``; under a vertex order other than the input's, into memory first,
-    then renumbered into ``sink``."""
-    if options.order == "input":
+    """Pass 3 into ``sink``; under ``--order rcm``, into memory first, then renumbered
+    into ``sink``."""
+    if options.order in ("input", "degree"):  # degree: renumbered in pass 2
         _emit_rows(sink, attrs, ids, by_source, options)
+        if options.order == "degree":
+            _write_lookup(sink, ids.original_ids)
         return
     # The rows, twice over while renumbered, and the order's own arrays.
     need = 3 * _sweep_bytes(by_source.num_edges, attrs.num_vertices, attrs.weighted)
@@ -612,13 +659,10 @@ def _emit(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
 def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray],
                      input_ids: np.ndarray | None, options: Options) -> None:
     """The graph in ``arrays`` (pass 3's output) written to ``sink`` with its vertices in
-    ``options.order``; each keeps its input id (``vertices/original_id``), and
-    ``vertices/by_input_id`` lists the store's vertices by input id, for lookups."""
+    reverse Cuthill-McKee order; each keeps its input id (``vertices/original_id``)."""
     n, m, pe = attrs.num_vertices, attrs.num_edges, attrs.page_edges
     progress.info(f"ordering {n} vertices ({options.order})")
-    out_indptr = arrays["csc/indptr" if attrs.symmetric else "csr/indptr"]
-    old = vertex_order(options.order, arrays["csc/indptr"], arrays["csc/indices"],
-                       np.diff(out_indptr), attrs.symmetric)
+    old = rcm_order(arrays["csc/indptr"], arrays["csc/indices"], n, attrs.symmetric)
     new_of_old = np.empty(n, dtype=np.int64)
     new_of_old[old] = np.arange(n)
     for prefix in ("csc",) if attrs.symmetric else ("csc", "csr"):
@@ -636,8 +680,14 @@ def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray
     sink.write_array("pages/last_vertex", last)
     original = old if input_ids is None else input_ids[old]
     sink.write_array("vertices/original_id", original)
-    sink.write_array("vertices/by_input_id", np.argsort(original, kind="stable"))
+    _write_lookup(sink, original)
     attrs.relabelled, attrs.vertex_order = True, options.order
+
+
+def _write_lookup(sink: Sink, original: np.ndarray) -> None:
+    """``vertices/by_input_id`` of a renumbered store: its vertices by input id, which
+    ``Graph.vertex_index`` searches."""
+    sink.write_array("vertices/by_input_id", np.argsort(original, kind="stable"))
 
 
 # --------------------------------------------------------------------------------------

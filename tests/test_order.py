@@ -5,6 +5,8 @@ id."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,9 +15,10 @@ from hypothesis import strategies as st
 from test_engine import Edges, expected
 
 import seraph
+from partitioner import writer
 from partitioner.order import permute_rows, rcm_order
 from partitioner.readers import edges_from_arrays
-from partitioner.writer import Options, write_store
+from partitioner.writer import Options, build_in_memory, write_store
 from seraph.errors import InputError
 from seraph.graph import Graph
 
@@ -86,6 +89,28 @@ def test_a_shuffled_grid_gets_neighbours_at_nearby_ids():
     assert np.abs(indices - rows_of).max() <= 2 * side  # the bandwidth of a grid's order
     assert np.abs(a.indices - np.repeat(np.arange(side * side), np.diff(a.indptr))).max() \
         > 10 * side  # the shuffled ids' bandwidth
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=graphs())
+def test_the_degree_order_is_written_out_of_core(case):
+    """Spilled into many buckets, as a graph larger than the memory budget is (each edge
+    pretends to cost 100 KiB): the renumbering pass reads and rewrites them a group of
+    buckets at a time, and the answers stay scipy's."""
+    edges, source, page_edges, _ = case
+    options = Options(symmetrize=edges.symmetric, page_edges=page_edges, memory=1 << 20,
+                      order="degree")
+    with mock.patch.object(writer, "_sweep_bytes", lambda e, k, weighted: (e + k) * 100 << 10):
+        attrs, arrays = build_in_memory(edges_from_arrays(
+            np.array(edges.src, dtype=np.int64), np.array(edges.dst, dtype=np.int64),
+            np.array(edges.weight, dtype=np.float32), edges.n), options)
+    g = Graph(attrs, arrays=arrays)
+    assert g.attrs.vertex_order == "degree" and sorted(g.vertex_ids) == list(range(edges.n))
+    np.testing.assert_array_equal(by_input_id(g, seraph.bfs(g, source, device="cpu").levels),
+                                  expected("bfs", edges, source))
+    np.testing.assert_array_equal(
+        by_input_id(g, seraph.sssp(g, source, device="cpu").distances),
+        expected("sssp", edges, source).astype(np.float32))
 
 
 def test_the_degree_order_numbers_hubs_first():
