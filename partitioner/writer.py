@@ -388,8 +388,9 @@ def _bucket(source: EdgeSource, options: Options, spill: Path
     attrs = StoreAttrs(num_vertices=n, num_edges=0, directed=not symmetric,
                        symmetric=symmetric, weighted=weighted, page_edges=options.page_edges,
                        num_pages=0, compression="blosc-lz4" if options.compress else None,
-                       relabelled=ids.original_ids is not None, vertex_order=options.order
-                       if options.order == "degree" else "input",
+                       relabelled=ids.original_ids is not None,
+                       # rcm renumbers only after pass 3 (_emit_renumbered)
+                       vertex_order="degree" if len(degrees) else "input",
                        weight_dtype="float32" if weighted else None, self_loops_removed=loops,
                        source=_provenance(source, input_edges=total, symmetrize=symmetrize,
                                           random_weights=options.random_weights,
