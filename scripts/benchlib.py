@@ -125,24 +125,26 @@ REMOVE_FRACTION = 0.1
 SHUFFLE_SEED = 1
 
 
-def in_memory(source, page_edges: int | None = None):
+def in_memory(source, page_edges: int | None = None, order: str = "input"):
     """A symmetrized in-memory Graph of an edge source, partitioned as a store would be
-    (pages of ``page_edges``, default the store's)."""
+    (pages of ``page_edges``, default the store's; vertices in ``order``, see
+    partitioner.order)."""
     from partitioner.writer import DEFAULT_PAGE_EDGES, Options, build_in_memory
     from seraph import Graph
 
-    options = Options(symmetrize=True, page_edges=page_edges or DEFAULT_PAGE_EDGES)
+    options = Options(symmetrize=True, page_edges=page_edges or DEFAULT_PAGE_EDGES,
+                      order=order)
     attrs, arrays = build_in_memory(source, options)
     return Graph(attrs, arrays=arrays)
 
 
 def generated(kind: str, scale: int, weights: tuple[float, float] | None = None,
-              page_edges: int | None = None):
+              page_edges: int | None = None, order: str = "input"):
     """A symmetrized RMAT or uniform graph of ``2^scale`` vertices, edge factor 16."""
     from partitioner import generators
 
     return in_memory(generators.GENERATORS[kind](scale, 16, seed=1, weights=weights),
-                     page_edges)
+                     page_edges, order)
 
 
 def shuffled_grid(side: int, weights: tuple[float, float] | None = None,
