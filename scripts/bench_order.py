@@ -25,7 +25,8 @@ import bench_gpu
 import benchlib
 import numpy as np
 
-MD_DEFAULT = benchlib.DOCS / "orders-cpu.md"
+#: The report's default place, per device.
+MD_DEFAULT = {"cpu": benchlib.DOCS / "orders-cpu.md", "cuda": benchlib.DOCS / "orders-gpu.md"}
 KINDS = ("rmat", "uniform", "road")
 ALGORITHMS = ("bfs", "cc", "sssp")
 
@@ -121,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--budget-fraction", type=float, default=0.25, help="cuda only")
     p.add_argument("--json-out", default=None)
-    p.add_argument("--md-out", default=None, help=f"default {MD_DEFAULT}; '' for none")
+    p.add_argument("--md-out", default=None,
+                   help="default docs/benchmarks/orders-cpu.md (orders-gpu.md on cuda); '' "
+                        "for none")
     args = p.parse_args(argv)
     benchlib.quiet()
     info = benchlib.machine(["cupy"] if args.device == "cuda" else [])
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     benchlib.finish_machine(info)
     command = "python scripts/bench_order.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
-    md_out = MD_DEFAULT if args.md_out is None else (args.md_out or None)
+    md_out = MD_DEFAULT[args.device] if args.md_out is None else (args.md_out or None)
     benchlib.write_outputs({"machine": info, "command": command.strip(), "args": vars(args),
                             "cells": cells}, args.json_out, report(cells, info,
                                                                    command.strip()), md_out)
