@@ -6,7 +6,9 @@ classes under a quarter budget, from random sources, every answer checked.
 Graphs, all weighted (GAP weights, integers 1..255), symmetrized and built in memory:
 RMAT-``--rmat-scale`` and uniform-``--uniform-scale`` (edge factor 16), a
 ``--grid-side`` square grid, and a road-like grid of the same side with 10% of its edges
-removed and its vertex ids shuffled.
+removed and its vertex ids shuffled. ``--order degree`` or ``rcm`` builds them renumbered
+(as ``seraph preprocess --order``); sources and the hub are then named by input id, as
+the API takes them, and random sources are the same input ids in every order.
 
 Per graph and algorithm (a *cell*), with ``device_memory`` = the vertex state plus
 ``--budget-fraction`` of the algorithm's page bytes (at least two slots):
@@ -85,30 +87,29 @@ def graph_builders(args) -> list[tuple[str, str, int, Callable[[], object]]]:
     """(key, name, size, build) of each graph; key names the issue's graph class."""
     from partitioner.generators import gap_weights, grid
 
-    w, pe = gap_weights(), args.page_edges
+    w, pe, order = gap_weights(), args.page_edges, args.order
     side = args.grid_side
+    suffix = "" if order == "input" else f", --order {order}"
     return [
-        ("rmat", f"RMAT-{args.rmat_scale} ef16", args.rmat_scale,
-         lambda: benchlib.generated("rmat", args.rmat_scale, w, pe)),
-        ("uniform", f"uniform-{args.uniform_scale} ef16", args.uniform_scale,
-         lambda: benchlib.generated("uniform", args.uniform_scale, w, pe)),
-        ("grid", f"grid {side}x{side}", side,
-         lambda: benchlib.in_memory(grid(side, side, seed=1, weights=w), pe)),
-        ("road", f"grid {side}x{side}, 10% removed, shuffled", side,
-         lambda: benchlib.shuffled_grid(side, w, pe)),
+        ("rmat", f"RMAT-{args.rmat_scale} ef16{suffix}", args.rmat_scale,
+         lambda: benchlib.generated("rmat", args.rmat_scale, w, pe, order)),
+        ("uniform", f"uniform-{args.uniform_scale} ef16{suffix}", args.uniform_scale,
+         lambda: benchlib.generated("uniform", args.uniform_scale, w, pe, order)),
+        ("grid", f"grid {side}x{side}{suffix}", side,
+         lambda: benchlib.in_memory(grid(side, side, seed=1, weights=w), pe, order)),
+        ("road", f"grid {side}x{side}, 10% removed, shuffled{suffix}", side,
+         lambda: benchlib.shuffled_grid(side, w, pe, order)),
     ]
 
 
 def describe(graph, name: str, key: str, size: int, seconds: float) -> dict:
-    if graph.attrs.relabelled:
-        raise SystemExit(f"bench_matrix: {name} relabelled its ids; sources would not be "
-                         "store vertex numbers")
     degrees = graph.out_degrees()
+    top = int(np.argmax(degrees))
     return {"key": key, "name": name, "size": size, "issue_size": ISSUE_SIZES.get(key) == size,
             "num_vertices": graph.num_vertices, "num_edges": graph.num_edges,
             "num_pages": graph.num_pages, "weighted": graph.weighted,
-            "build_seconds": seconds, "hub": int(np.argmax(degrees)),
-            "hub_degree": int(degrees.max())}
+            "build_seconds": seconds, "hub": int(graph.vertex_ids[top]),  # an input id
+            "hub_degree": int(degrees[top])}
 
 
 # --------------------------------------------------------------------------- one cell
@@ -150,7 +151,7 @@ def check_answer(graph, alg: str, source: int | None, values: np.ndarray, how: s
     if how == "scipy":
         from seraph.validate import check
 
-        diff = check(graph, alg, values, source)
+        diff = check(graph, alg, values, None if source is None else graph.vertex_index(source))
     else:
         expect = run_once(graph, alg, source, "cpu", None).values
         diff = None if np.array_equal(values, expect) else "differs from the CPU backend"
@@ -401,6 +402,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    choices=("rmat", "uniform", "grid", "road"))
     p.add_argument("--algorithms", nargs="+", default=["bfs", "cc", "sssp"],
                    choices=("bfs", "cc", "sssp"))
+    p.add_argument("--order", default="input", choices=("input", "degree", "rcm"),
+                   help="the graphs' vertex order (as seraph preprocess --order)")
     p.add_argument("--page-edges", type=int, default=None,
                    help="edges per page (default the store's, 2^22: what a user gets)")
     p.add_argument("--sources", type=int, default=8, help="random sources per cell")

@@ -77,3 +77,16 @@ def test_the_total_limit_skips_and_says_so(tmp_path):
     data = json.loads(out_json.read_text())
     assert data["cells"] == [] and data["skipped"] == [
         "RMAT-8 ef16: the total limit was reached before it"]
+
+
+def test_the_matrix_on_renumbered_graphs(tmp_path):
+    """--order degree: sources and the hub are input ids, every answer still scipy's."""
+    out_json = tmp_path / "m.json"
+    assert bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--uniform-scale", "8",
+                              "--grid-side", "16", "--sources", "2", "--check", "scipy",
+                              "--page-edges", "256", "--order", "degree", "--graphs", "rmat",
+                              "road", "--json-out", str(out_json), "--md-out", ""]) == 0
+    data = json.loads(out_json.read_text())
+    assert [g["name"] for g in data["graphs"]] == [
+        "RMAT-8 ef16, --order degree", "grid 16x16, 10% removed, shuffled, --order degree"]
+    assert all(c["check"] == "equal" for c in data["cells"])
