@@ -43,8 +43,8 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--order", choices=ORDERS, default="input",
                    help="vertex order in the store: the input's; rcm (reverse "
                         "Cuthill-McKee), which puts neighbours at nearby ids (road "
-                        "networks, meshes); or degree, hubs first (power-law graphs). "
-                        "Both are built in memory. Results still name input ids")
+                        "networks, meshes; renumbered in memory); or degree, hubs first "
+                        "(power-law graphs). Results still name input ids")
     p.add_argument("--keep-duplicates", action="store_true", help="keep duplicate edges")
     p.add_argument("--keep-self-loops", action="store_true", help="keep self-loops")
     p.add_argument("--force", action="store_true",
