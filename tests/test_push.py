@@ -12,7 +12,7 @@ from numba import njit, prange
 from scipy.sparse import csgraph
 
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
-from seraph.backends.cpu.push import Scratch, _ids_between, push_round, push_until
+from seraph.backends.cpu.push import Scratch, ids_between, push_round, push_until
 from seraph.semiring import INT_INF, STORED, UNIT, ZERO, infinity, value_dtype
 
 # --- atomics under contention ---------------------------------------------------------------
@@ -334,9 +334,9 @@ def test_parallel_flag_scan_equals_flatnonzero(n):
     """Large sets of sorted ids come from scanning a flag per vertex in parallel chunks
     (300,000 vertices are four chunks)."""
     a = np.random.default_rng(n).integers(-3, 9, n).astype(np.int32)
-    np.testing.assert_array_equal(_ids_between(a, 0, 5), np.flatnonzero((a >= 0) & (a <= 5)))
+    np.testing.assert_array_equal(ids_between(a, 0, 5), np.flatnonzero((a >= 0) & (a <= 5)))
     flags = (a > 4).astype(np.uint8)
-    np.testing.assert_array_equal(_ids_between(flags, 1, 1), np.flatnonzero(flags))
+    np.testing.assert_array_equal(ids_between(flags, 1, 1), np.flatnonzero(flags))
 
 
 def test_unreached_frontier_vertices_push_nothing():

@@ -20,6 +20,7 @@ from seraph.backends.caches import out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import label_from_reach, sweep_pages
+from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 from seraph.semiring import STORED
@@ -143,7 +144,7 @@ class CpuBackend(HostPush):
     def take_changed(self, edge_limit: float) -> np.ndarray | None:
         # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
-        vertices = np.flatnonzero(flags)
+        vertices = ids_between(flags, np.int64(1), np.int64(1))  # np.flatnonzero, in parallel
         return vertices if edges_below(vertices, out_degrees(self.graph), edge_limit) else None
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.pull import pull_floor, relax
-from seraph.backends.cpu.push import GRAIN_EDGES, round_pieces
+from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
 
@@ -52,7 +52,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
     or ``inf``, the in-edges of ``vertices``)."""
     weights = np.zeros(0, dtype=np.float32) if weights is None else weights
-    ends = np.cumsum(indptr[vertices + 1] - indptr[vertices])
+    ends = edge_ends(indptr, vertices)  # compiled: numpy's three passes took 6 ms a round
     total = int(ends[-1]) if len(ends) else 0
     pieces = max(1, min(round_pieces(), total // GRAIN_EDGES))  # as the push engine's
     # Piece p takes the vertices whose in-edges end in its share of the round's edges.
@@ -62,7 +62,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     minimum = np.full(pieces, inf, dtype=values.dtype)
     _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
                  weight_mode, inf, pull_floor(STRONG, weight_mode, threshold))
-    return vertices[lowered], minimum.min(), total
+    return _kept(vertices, lowered), minimum.min(), total
 
 
 @njit(cache=True, parallel=True)
@@ -100,6 +100,18 @@ def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
                 out[k] = v
                 k += 1
     return out
+
+
+@njit(cache=True)
+def _kept(vertices, keep):
+    """``vertices[keep]`` in one compiled pass (numpy's mask indexing scans twice)."""
+    out = np.empty(len(vertices), dtype=vertices.dtype)
+    k = 0
+    for i in range(len(vertices)):
+        if keep[i]:
+            out[k] = vertices[i]
+            k += 1
+    return out[:k]
 
 
 @njit(cache=True, parallel=True)

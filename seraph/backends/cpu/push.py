@@ -310,7 +310,7 @@ def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
         marks = np.zeros(n, dtype=np.uint8)
         for ids in arrays:
             _mark(marks, ids)
-        return _ids_between(marks, 1, 1)
+        return ids_between(marks, 1, 1)
     ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
     ids.sort()
     keep = np.ones(len(ids), dtype=bool)
@@ -334,7 +334,7 @@ def _scan_is_faster(count, n, max_pieces):
 
 
 @njit(cache=True, parallel=True)
-def _ids_between(a, lo, hi):
+def ids_between(a, lo, hi):
     """The ascending ids ``v`` with ``lo <= a[v] <= hi``: np.flatnonzero, in parallel (a
     count per chunk, then each chunk writes its ids at its offset)."""
     n = len(a)
@@ -382,7 +382,7 @@ def round_pieces() -> int:
 # Parallel rounds
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def _edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
+def edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
     """``ends[i]``: out-edges of ``frontier[:i + 1]``, i.e. where vertex i's edges end in
     the round's edge numbering."""
     ends = np.empty(len(frontier), dtype=np.int64)
@@ -405,7 +405,7 @@ def _push_round(indptr, indices, weights, stride, values, inf, frontier, in_next
         indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces)
     ordered = _scan_is_faster(counts.sum(), len(values), max_pieces)
     if ordered:
-        nxt = _ids_between(in_next, np.int64(1), np.int64(1))  # as from Python: one compile
+        nxt = ids_between(in_next, np.int64(1), np.int64(1))  # as from Python: one compile
     else:
         nxt = np.empty(counts.sum(), dtype=np.int64)
         k = 0
@@ -428,7 +428,7 @@ def _push_frontier(indptr, indices, weights, stride, values, inf, frontier, in_n
     tail) would otherwise spend their time on. A round below ``GRAIN_EDGES`` edges runs
     on this thread alone.
     """
-    ends = _edge_ends(indptr, frontier)
+    ends = edge_ends(indptr, frontier)
     total = ends[-1] if len(ends) else 0
     pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
     # A piece can claim at most one vertex per edge and at most every vertex once.
@@ -809,7 +809,7 @@ def _waiting(bins, max_pieces):
     """Sorted ids of the waiting vertices."""
     n, k = len(bins.pend), bins.meta[_WAITING]
     if _scan_is_faster(k, n, max_pieces):
-        return _ids_between(bins.pend, 0, _MAX_BIN)
+        return ids_between(bins.pend, 0, _MAX_BIN)
     out = np.empty(k, dtype=np.int64)
     k = 0
     for lst in range(len(bins.size)):
