@@ -39,7 +39,8 @@ def preprocess(data, output: str | os.PathLike, *, format: str = "auto", weights
                force: bool = False, seed: int = 0, command: str | None = None) -> Path:
     """Preprocesses an input graph into a Seraph store at ``output``.
 
-    ``order`` is the store's vertex order (:mod:`partitioner.order`): ``input`` or ``rcm``.
+    ``order`` is the store's vertex order (:mod:`partitioner.order`): ``input``, ``rcm``
+    or ``degree``.
 
     ``weights`` is ``auto`` (weights from the input when it has them), ``none``, ``file``
     (the input must carry weights) or ``random:LO,HI`` (deterministic by ``seed``).

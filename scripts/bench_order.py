@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 
 import bench_gpu
@@ -126,18 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="default docs/benchmarks/orders-cpu.md (orders-gpu.md on cuda); '' "
                         "for none")
     args = p.parse_args(argv)
-    benchlib.quiet()
-    info = benchlib.machine(["cupy"] if args.device == "cuda" else [])
-    cells = [cell for kind in args.kinds for cell in cells_of(kind, args)]
-    benchlib.finish_machine(info)
-    command = "python scripts/bench_order.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
     md_out = MD_DEFAULT[args.device] if args.md_out is None else (args.md_out or None)
-    benchlib.write_outputs({"machine": info, "command": command.strip(), "args": vars(args),
-                            "cells": cells}, args.json_out, report(cells, info,
-                                                                   command.strip()), md_out)
-    return 0 if all(c["equal"] for c in cells) else 1
-
+    return benchlib.run_cells(
+        "bench_order.py", args, argv,
+        lambda: [cell for kind in args.kinds for cell in cells_of(kind, args)], report, md_out)
 
 if __name__ == "__main__":
     raise SystemExit(main())

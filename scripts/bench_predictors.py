@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 import bench_gpu
@@ -159,18 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.trace_dir:
         Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
-    benchlib.quiet()
-    info = benchlib.machine(["cupy"] if args.device == "cuda" else [])
-    cells = run(args)
-    benchlib.finish_machine(info)
-    command = "python scripts/bench_predictors.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
     md_out = MD_DEFAULT if args.md_out is None else (Path(args.md_out) if args.md_out else None)
-    benchlib.write_outputs({"machine": info, "command": command.strip(), "args": vars(args),
-                            "cells": cells}, args.json_out, report(cells, info,
-                                                                   command.strip()), md_out)
-    return 0 if all(c["equal"] for c in cells) else 1
-
+    return benchlib.run_cells("bench_predictors.py", args, argv, lambda: run(args), report,
+                              md_out)
 
 if __name__ == "__main__":
     raise SystemExit(main())

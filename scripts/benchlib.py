@@ -364,6 +364,24 @@ def run_and_report(script: str, args: argparse.Namespace, argv: Sequence[str] | 
     return 0
 
 
+def run_cells(script: str, args: argparse.Namespace, argv: Sequence[str] | None,
+              cells_of: Callable[[], list[dict]], report: Callable[[list, dict, str], str],
+              md_out: str | Path | None) -> int:
+    """The shared body of a ``main`` whose cells each check their answer (``equal``):
+    ``cells_of()`` runs them between the machine's snapshots, and the JSON (machine,
+    command, args, cells) and ``report(cells, machine, command)`` are written out. Returns
+    0 when every answer was equal, else 1."""
+    quiet()
+    info = machine(["cupy"] if args.device == "cuda" else [])
+    cells = cells_of()
+    finish_machine(info)
+    command = (f"python scripts/{script} "
+               + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    write_outputs({"machine": info, "command": command, "args": vars(args), "cells": cells},
+                  args.json_out, report(cells, info, command), md_out)
+    return 0 if all(c["equal"] for c in cells) else 1
+
+
 @contextlib.contextmanager
 def workdir(path: str | None) -> Iterator[Path]:
     """The given directory (created, kept), or a temporary one removed afterwards."""
