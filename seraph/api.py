@@ -11,6 +11,7 @@ input's ids (:func:`input_ids`).
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import time
 import tomllib
@@ -154,6 +155,13 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                 stats.pages_transferred += graph.num_pages
         finally:
             backend.close()
+            if compile_seconds() > compiled_before:
+                # numba's type resolution keeps the exceptions it tried and discarded in
+                # reference cycles, whose tracebacks hold this call's frames, and so the
+                # device arrays among their locals, until the collector runs: the next
+                # call would find less room than its budget says. Only a compiling call
+                # makes them, and its compile dwarfs the collection.
+                gc.collect()
     stats.peak_device_memory = memory.peak
     # A first call compiles kernels (once per install); the run's times leave that out.
     stats.compile_time = compile_seconds() - compiled_before

@@ -5,6 +5,12 @@ mark of cupy's pool, through which every device allocation goes). Runs only with
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -65,3 +71,36 @@ def test_every_algorithm_keeps_within_its_budget(kind):
             assert not stats.resident, name
             assert 0 < stats.peak_device_memory - held <= budget, \
                 f"{kind} {name}: peak {stats.peak_device_memory - held} > budget {budget}"
+
+
+COMPILING_CALLS = """
+import gc, json, sys
+sys.path[:0] = {paths!r}
+from test_cuda_memory import graph_of, quarter_budget
+import seraph
+
+gc.disable()  # what the collector would free only when it happens to run
+graph = graph_of("rmat")
+budget = quarter_budget(graph, False, False)
+source = int(graph.out_degrees().argmax())
+for _ in range(2):
+    stats = seraph.bfs(graph, source, device="cuda", device_memory=budget).stats
+    print(json.dumps({{"peak": stats.peak_device_memory, "budget": budget,
+                      "compiled": stats.compile_time}}))
+"""
+
+
+def test_a_compiling_call_leaves_the_next_call_its_budget(tmp_path):
+    """A first call compiles its kernels (here into an empty numba cache); numba's compiler
+    leaves reference cycles that hold the call's frames. The next call, collector or not,
+    still has its whole budget."""
+    root = Path(__file__).resolve().parent
+    script = COMPILING_CALLS.format(paths=[str(root), str(root.parent)])
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    first, second = (json.loads(line) for line in done.stdout.splitlines()[-2:])
+    assert first["compiled"] > 0  # the first call did compile
+    for call in (first, second):
+        assert 0 < call["peak"] <= call["budget"], call
