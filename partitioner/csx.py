@@ -10,6 +10,10 @@ writer sorts every row with counting sorts alone (an LSD radix sort whose digits
 ids): order the edges by source, then a stable sort by destination gives CSC rows sorted by
 source, and a stable sort of that by source gives CSR rows sorted by destination.
 
+A weighted graph's CSC rows are then ordered by weight (:func:`sort_rows_by_weight`), the
+lightest in-edge first: a pull can stop at the first in-edge whose weight alone reaches
+the vertex's value (docs/design.md, "Rows ordered by weight").
+
 Unweighted edges pass an empty ``wbits`` array: numba compiles one kernel for both cases
 and the branch on ``len(wbits)`` costs nothing next to the memory traffic.
 """
@@ -230,3 +234,21 @@ def compact_edges(src: np.ndarray, dst: np.ndarray, wbits: np.ndarray, num_verti
     with _serial_if_small(len(src)):
         kept, bad = _compact_edges(src, dst, wbits, num_vertices, keep_self_loops, *out)
     return out[0][:kept], out[1][:kept], out[2][:kept], bad
+
+
+def sort_rows_by_weight(indptr: np.ndarray, others: np.ndarray, wbits: np.ndarray) -> None:
+    """Orders every row by weight in place, stably (rows sorted by neighbour come out
+    sorted by weight, then neighbour)."""
+    with _serial_if_small(len(others)):
+        _sort_rows_by_weight(indptr, others, wbits)
+
+
+@njit(cache=True, parallel=True)
+def _sort_rows_by_weight(indptr, others, wbits):
+    for r in prange(len(indptr) - 1):
+        lo, hi = indptr[r], indptr[r + 1]
+        if hi - lo < 2:
+            continue
+        by = np.argsort(wbits[lo:hi], kind="mergesort")
+        others[lo:hi] = others[lo:hi][by]
+        wbits[lo:hi] = wbits[lo:hi][by]

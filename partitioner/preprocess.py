@@ -77,7 +77,7 @@ def store_info(path: str | os.PathLike) -> dict:
             "directed": a.directed, "symmetric": a.symmetric, "weighted": a.weighted,
             "weight_dtype": a.weight_dtype, "page_edges": a.page_edges,
             "num_pages": a.num_pages, "compression": a.compression or "none",
-            "relabelled": a.relabelled, "vertex_order": a.vertex_order,
+            "relabelled": a.relabelled, "vertex_order": a.vertex_order, "row_order": a.row_order,
             "in_degree": stats(in_deg),
             "out_degree": stats(out_deg), "self_loops_removed": a.self_loops_removed,
             "duplicates_removed": a.duplicates_removed, "format_version": a.version,

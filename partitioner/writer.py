@@ -14,7 +14,8 @@ The pipeline has three passes, each bounded by the host-memory budget:
 
    a. order the edges by source (re-bucketed by destination range);
    b. counting-sort by destination: CSC rows sorted by source. Drop duplicates (keeping
-      the minimum weight) and stream the rows into fixed-size pages of ``csc/``. For a
+      the minimum weight), order a weighted graph's rows by weight (the lightest in-edge
+      first, ties by source) and stream the rows into fixed-size pages of ``csc/``. For a
       directed graph, re-bucket the rows by source range;
    c. (directed only) counting-sort by source: CSR rows sorted by destination, into
       pages of ``csr/``.
@@ -35,7 +36,14 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from partitioner.csx import compact_edges, dedup_rows, expand_rows, partition, sort_by_key
+from partitioner.csx import (
+    compact_edges,
+    dedup_rows,
+    expand_rows,
+    partition,
+    sort_by_key,
+    sort_rows_by_weight,
+)
 from partitioner.edges import EdgeChunk, EdgeSource
 from partitioner.order import check_order, degree_order, permute_rows, rcm_order
 from seraph import progress, temporaries
@@ -566,14 +574,15 @@ class MemorySink(Sink):
 
 
 def _sweep(buckets: Buckets, budget: int, desc: str, *, dedup: bool = False,
-           pages: PagedArrays | None = None, then: Buckets | None = None
-           ) -> tuple[np.ndarray, int]:
+           by_weight: bool = False, pages: PagedArrays | None = None,
+           then: Buckets | None = None) -> tuple[np.ndarray, int]:
     """One sweep of pass 3: counting-sorts each group of buckets into rows by key.
 
     With ``dedup`` repeated neighbours are dropped (rows must come out sorted); with
-    ``pages`` the rows are written out; with ``then`` the edges are added to those buckets,
-    keyed by their neighbour, in row order. Returns the row offsets over all vertices and
-    the number of duplicates dropped.
+    ``by_weight`` the rows are then ordered by weight; with ``pages`` the rows are written
+    out; with ``then`` the edges are added to those buckets, keyed by their neighbour, in
+    row order. Returns the row offsets over all vertices and the number of duplicates
+    dropped.
     """
     indptr = np.zeros(buckets.num_vertices + 1, dtype=np.int64)
     duplicates = 0
@@ -585,6 +594,8 @@ def _sweep(buckets: Buckets, budget: int, desc: str, *, dedup: bool = False,
                 kept = dedup_rows(rows, others, wbits)
                 duplicates += len(others) - kept
                 keys, others, wbits = keys[:kept], others[:kept], wbits[:kept]
+            if by_weight:
+                sort_rows_by_weight(rows, others, wbits)
             indptr[lo + 1: hi + 1] = rows[1:] + indptr[lo]
             if pages is not None:
                 pages.append(others, wbits)
@@ -617,9 +628,10 @@ def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
 
     csr_input = None if attrs.symmetric else by_source.like("by-source-sorted")
     indptr, duplicates = _sweep(by_destination, budget, "sorting CSC",
-                                dedup=not options.keep_duplicates,
+                                dedup=not options.keep_duplicates, by_weight=attrs.weighted,
                                 pages=PagedArrays(sink, "csc", upper, attrs.weighted, pe),
                                 then=csr_input)
+    attrs.row_order = "weight" if attrs.weighted else "source"
     m = int(indptr[-1])
     sink.finish_paged("csc", m)
     sink.write_array("csc/indptr", indptr)
@@ -670,6 +682,8 @@ def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray
         indptr, indices, weights = permute_rows(
             arrays[f"{prefix}/indptr"], arrays[f"{prefix}/indices"],
             arrays.get(f"{prefix}/weights"), old, new_of_old)
+        if prefix == "csc" and weights is not None:  # as pass 3 left them
+            sort_rows_by_weight(indptr, indices, weights.view(np.uint32))
         pages = PagedArrays(sink, prefix, m, attrs.weighted, pe)
         pages.append(indices, _NO_WEIGHTS if weights is None else weights.view(np.uint32))
         pages.flush()

@@ -102,6 +102,12 @@ class Graph:
         return self.attrs.weighted
 
     @property
+    def rows_by_weight(self) -> bool:
+        """Whether each CSC row lists its in-edges lightest first (weighted stores since
+        the row order was recorded; older ones are sorted by source)."""
+        return self.attrs.row_order == "weight"
+
+    @property
     def page_edges(self) -> int:
         return self.attrs.page_edges
 

@@ -60,6 +60,9 @@ class StoreAttrs:
     #: ``input``: vertices in input-id order; otherwise (partitioner.order) renumbered,
     #: with ``vertices/by_input_id``
     vertex_order: str = "input"
+    #: ``source``: each CSC row sorted by source; ``weight`` (weighted stores): by weight,
+    #: the lightest in-edge first, ties by source
+    row_order: str = "source"
     weight_dtype: str | None = None
     self_loops_removed: int = 0
     duplicates_removed: int = 0

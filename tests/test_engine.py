@@ -344,6 +344,26 @@ def test_sssp_distances_equal_scipy(case, cfg, sleepy, device):
     check_run("sssp", *case, cfg, sleepy, device)
 
 
+def rows_by_source(graph: Graph) -> Graph:
+    """The same graph as a store written before rows were ordered by weight: each CSC row
+    sorted by source, and its attributes saying so."""
+    arrays = dict(graph._arrays)
+    indptr, indices, weights = graph.csc()
+    by = np.lexsort((indices, np.repeat(np.arange(graph.num_vertices), np.diff(indptr))))
+    arrays["csc/indices"], arrays["csc/weights"] = indices[by], weights[by]
+    return Graph(dataclasses.replace(graph.attrs, row_order="source"), arrays=arrays)
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=True), cfg=configs)
+def test_sssp_on_rows_by_source_equals_scipy(case, cfg, sleepy, device):
+    """Pulls stop early only where the rows are lightest first (Graph.rows_by_weight)."""
+    edges, source = case
+    graph = rows_by_source(edges.graph(cfg.page_edges))
+    assert not graph.rows_by_weight
+    check_run("sssp", edges, source, cfg, sleepy, device, graph=graph)
+
+
 @HYPOTHESIS
 @given(case=inputs(weighted=False, symmetric=True), cfg=configs)
 def test_cc_labels_equal_scipy(case, cfg, sleepy, device):

@@ -57,6 +57,9 @@ def test_renumbered_graphs_give_scipys_answers(case, device):
                          np.array(edges.weight, dtype=np.float32), num_vertices=edges.n,
                          symmetrize=edges.symmetric, page_edges=page_edges, order=order)
     assert g.attrs.vertex_order == order and sorted(g.vertex_ids) == list(range(edges.n))
+    indptr, _indices, weights = g.csc()
+    assert g.rows_by_weight and all((np.diff(weights[a:b]) >= 0).all()
+                                    for a, b in zip(indptr[:-1], indptr[1:], strict=True))
     levels = seraph.bfs(g, source, device=device).levels
     np.testing.assert_array_equal(by_input_id(g, levels), expected("bfs", edges, source))
     distances = seraph.sssp(g, source, device=device).distances

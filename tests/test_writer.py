@@ -87,14 +87,22 @@ def check_store(arrays: dict, attrs, src, dst, w=None, **rules) -> None:
         for got, want in zip(as_sorted(csr_src, csr_dst, csr_w), exp, strict=True):
             np.testing.assert_array_equal(got, want)
         assert_rows_sorted(arrays, "csr", strict=not rules.get("keep_duplicates"))
-    assert_rows_sorted(arrays, "csc", strict=not rules.get("keep_duplicates"))
+    assert attrs.row_order == ("weight" if attrs.weighted else "source")
+    assert_rows_sorted(arrays, "csc", strict=not rules.get("keep_duplicates"),
+                       by_weight=attrs.weighted)
     check_pages(arrays, attrs)
 
 
-def assert_rows_sorted(arrays: dict, prefix: str, strict: bool) -> None:
-    keys, nbrs, _ = rows(arrays, prefix)
+def assert_rows_sorted(arrays: dict, prefix: str, strict: bool, by_weight: bool = False
+                       ) -> None:
+    """Each row ascends by neighbour, or with ``by_weight`` by weight and then neighbour."""
+    keys, nbrs, weights = rows(arrays, prefix)
     same_row = keys[1:] == keys[:-1]
     step = np.diff(nbrs)[same_row]
+    if by_weight:
+        rise = np.diff(weights)[same_row]
+        assert (rise >= 0).all()
+        step = step[rise == 0]  # ties by neighbour
     assert (step > 0).all() if strict else (step >= 0).all()
 
 

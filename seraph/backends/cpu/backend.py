@@ -103,7 +103,7 @@ class CpuBackend(HostPush):
         counters, minimum = sweep_pages(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
-            self.algorithm.weight_mode, self.algorithm.inf, predictor,
+            self.algorithm.weight_mode, g.rows_by_weight, self.algorithm.inf, predictor,
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
             self.states, self.changed,
             self.block_epoch, self.layout.block_shift, epoch, self._chunks)
@@ -155,7 +155,8 @@ class CpuBackend(HostPush):
         _indptr, indices, weights = self.graph.csc()
         alg = self.algorithm
         lowered, minimum, edges = pull_round(self.indptr, indices, weights, self.values,
-                                             vertices, alg.weight_mode, alg.inf, threshold)
+                                             vertices, alg.weight_mode, alg.inf, threshold,
+                                             self.graph.rows_by_weight)
         self.changed[lowered] = 1
         self.mark_blocks(lowered, epoch)
         return BottomUpResult(len(vertices), len(lowered), minimum, edges)

@@ -44,10 +44,11 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                values: np.ndarray, vertices: np.ndarray, weight_mode: int, inf,
-               threshold) -> tuple[np.ndarray, object, int]:
+               threshold, by_weight: bool = False) -> tuple[np.ndarray, object, int]:
     """Pulls the in-edges of each of ``vertices`` (distinct ids, the ones the strong rule
     leaves open at ``threshold``) into ``values``, each vertex's until it has the lowest
-    value it can get (:func:`~seraph.backends.cpu.pull.pull_floor`).
+    value it can get (:func:`~seraph.backends.cpu.pull.pull_floor`) or, with ``by_weight``
+    (rows lightest first), until the next in-edge's weight alone reaches its value.
 
     Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
     or ``inf``, the in-edges of ``vertices``)."""
@@ -61,7 +62,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
     _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, inf, pull_floor(STRONG, weight_mode, threshold))
+                 weight_mode, by_weight, inf, pull_floor(STRONG, weight_mode, threshold))
     return _kept(vertices, lowered), minimum.min(), total
 
 
@@ -116,7 +117,7 @@ def _kept(vertices, keep):
 
 @njit(cache=True, parallel=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, inf, floor):
+                 weight_mode, by_weight, inf, floor):
     # Each vertex is written only by the piece that pulls it; reading a value another
     # piece is lowering is safe (module docstring of seraph.backends.cpu.pull).
     for p in prange(len(bounds) - 1):
@@ -125,7 +126,7 @@ def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, mi
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
-                          weight_mode, inf, floor)
+                          weight_mode, by_weight, inf, floor)
             if best < old:
                 values[v] = best
                 lowered[i] = True

@@ -28,10 +28,16 @@ SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")
-def relax(values, indices, weights, lo, hi, best, weight_mode, inf, floor):
+def relax(values, indices, weights, lo, hi, best, weight_mode, by_weight, inf, floor):
     """min(best, value[u] + w) over the in-edges [lo, hi) (never adding to INF), stopping
-    once it reaches ``floor``, below which no candidate can go (:func:`pull_floor`)."""
+    once it reaches ``floor``, below which no candidate can go (:func:`pull_floor`).
+
+    With ``by_weight`` (rows lightest first, ``Graph.rows_by_weight``) it also stops at the
+    first in-edge whose weight alone reaches ``best``: values are at least 0, so neither it
+    nor any heavier in-edge after it can offer less, and their sources' values go unread."""
     for i in range(lo, hi):
+        if weight_mode == STORED and by_weight and weights[i] >= best:
+            break
         val = values[indices[i]]
         if weight_mode == UNIT:
             if val != inf and val + 1 < best:
@@ -61,8 +67,8 @@ def pull_floor(predictor, weight_mode, threshold):
 
 @njit(cache=True, nogil=True)
 def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
-                inf, predictor, threshold, light_codes, light_unit, table, states, changed,
-                block_epoch, block_shift, epoch, counters, minimum, chunk):
+                by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
+                changed, block_epoch, block_shift, epoch, counters, minimum, chunk):
     """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
     best_written = minimum[chunk]
     floor = pull_floor(predictor, weight_mode, threshold)
@@ -83,7 +89,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             continue
         counters[chunk, ATTEMPTED] += 1
         best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
-                      weight_mode, inf, floor)
+                      weight_mode, by_weight, inf, floor)
         if best < old:
             values[v] = best
             changed[v] = 1
@@ -98,9 +104,9 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
 
 @njit(cache=True, nogil=True)
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
-                indices, weights, values, weight_mode, inf, predictor, threshold, light_codes,
-                light_unit, table, states, changed, block_epoch, block_shift, epoch,
-                num_chunks):
+                indices, weights, values, weight_mode, by_weight, inf, predictor, threshold,
+                light_codes, light_unit, table, states, changed, block_epoch, block_shift,
+                epoch, num_chunks):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
     The strong rule's test is :func:`seraph.lightest.proven`.
 
@@ -116,28 +122,29 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         count = last_vertex[p] + 1 - v_first
         if length < SERIAL_EDGES:
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
-                        offsets[k], values, weight_mode, inf, predictor, threshold, light_codes,
-                        light_unit, table, states, changed, block_epoch, block_shift, epoch,
-                        counters, minimum, np.int64(0))  # see _pull_chunks
+                        offsets[k], values, weight_mode, by_weight, inf, predictor, threshold,
+                        light_codes, light_unit, table, states, changed, block_epoch,
+                        block_shift, epoch, counters, minimum, np.int64(0))  # see _pull_chunks
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
-                         indices, weights, offsets[k], values, weight_mode, inf, predictor,
-                         threshold, light_codes, light_unit, table, states, changed,
+                         indices, weights, offsets[k], values, weight_mode, by_weight, inf,
+                         predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum)
     return counters.sum(axis=0), minimum.min()
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
-                 values, weight_mode, inf, predictor, threshold, light_codes, light_unit, table,
-                 states, changed, block_epoch, block_shift, epoch, counters, minimum):
+                 values, weight_mode, by_weight, inf, predictor, threshold, light_codes,
+                 light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
+                 minimum):
     """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
         # typing, uint64 once parallelised) would compile _pull_range twice more.
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
-                    length, indptr, indices, weights, offset, values, weight_mode, inf,
-                    predictor, threshold, light_codes, light_unit, table, states, changed,
+                    length, indptr, indices, weights, offset, values, weight_mode, by_weight,
+                    inf, predictor, threshold, light_codes, light_unit, table, states, changed,
                     block_epoch, block_shift, epoch, counters, minimum, np.int64(c))
 
 

@@ -504,7 +504,7 @@ class CudaBackend(HostPush):
             num_window_pages=k, page_first=self.page_first, page_edges=g.page_edges,
             num_edges=g.num_edges, indptr=self.indptr, page_chunks=self._page_chunks,
             hub_chunks=self._hub_chunks, hub_edges=self._hubs.hub_edges,
-            **self._edges(self.slot_indices, self.slot_weights), predictor=predictor,
+            **self._pulled_edges(self.slot_indices, self.slot_weights), predictor=predictor,
             **self._strong_rule(threshold), table=self._d_table,
             num_states=self._d_table.shape[1], states=self.states, **self._marks(epoch),
             light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
@@ -560,6 +560,12 @@ class CudaBackend(HostPush):
         return {"indices": indices, "weights": weights, "values": self.values,
                 "mode": alg.weight_mode, "inf": alg.inf}
 
+    def _pulled_edges(self, indices: cp.ndarray, weights: cp.ndarray) -> dict:
+        """The edges a pull relaxes: :meth:`_edges`, and whether its rows are lightest
+        first, so that SSSP's pulls stop at the first in-edge too heavy to help."""
+        by_weight = self.algorithm.weight_mode == STORED and self.graph.rows_by_weight
+        return {**self._edges(indices, weights), "by_weight": int(by_weight)}
+
     def _marks(self, epoch: int) -> dict:
         """Where a pull marks its successes, and counts them and their smallest value."""
         return {"changed": self.changed, "block_epoch": self.block_epoch,
@@ -604,7 +610,7 @@ class CudaBackend(HostPush):
                 self._blocks(n), indptr=self.indptr, num_vertices=n,
                 hub_chunks=self._hub_chunks, num_chunks=len(self._hubs.chunks),
                 hub_edges=self._hubs.hub_edges,
-                **self._edges(self._csc_indices, self._csc_weights), **strong,
+                **self._pulled_edges(self._csc_indices, self._csc_weights), **strong,
                 **self._marks(epoch))
         status = self._read_status()
         attempted, succeeded = (int(c) for c in status[0:2].view(np.uint64))

@@ -55,6 +55,9 @@ def constants() -> dict[str, int]:
 # dtype, or None for NULL). V is the kernel's value type.
 #: The edges a pull or push relaxes, and the values it lowers (values.cuh: candidate).
 _EDGES = ("const int* indices", "const float* weights", "V* values", "int mode", "V inf")
+#: A pull's edges, and whether each row lists them lightest first (STORED weights only;
+#: values.cuh: weight_reaches).
+_PULL_EDGES = (*_EDGES, "int by_weight")
 #: The strong rule (values.cuh: StrongRule): value <= threshold + light_codes[v] * light_unit.
 _STRONG = ("V threshold", "const unsigned char* light_codes", "float light_unit")
 #: A window sweep (pull.cu: WindowItems, sweep_items): the window's pages, their slot
@@ -65,7 +68,7 @@ _PULL_WINDOW = (
     "const long long* chunk_prefix", "int num_window_pages", "const long long* page_first",
     "long long page_edges", "long long num_edges", "const long long* indptr",
     "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges",
-    *_EDGES, "int predictor", *_STRONG, "const unsigned char* table", "int num_states",
+    *_PULL_EDGES, "int predictor", *_STRONG, "const unsigned char* table", "int num_states",
     "unsigned char* states", "unsigned char* changed", "long long* block_epoch",
     "int block_shift", "long long epoch", "unsigned long long* counters", "int light_lanes",
     "long long heavy_edges", "V* min_written")
@@ -91,7 +94,7 @@ KERNELS = {
     # A bottom-up round: every vertex with all its in-edges (pull.cu: VertexItems).
     "pull_unsettled": Kernel("pull.cu", (
         "const long long* indptr", "long long num_vertices", "const long long* hub_chunks",
-        "long long num_chunks", "long long hub_edges", *_EDGES, *_STRONG,
+        "long long num_chunks", "long long hub_edges", *_PULL_EDGES, *_STRONG,
         "unsigned char* changed", "long long* block_epoch", "int block_shift",
         "long long epoch", "unsigned long long* counters", "V* min_written"), _PULL_TYPES),
     # A sparse phase's push rounds, near-far with a finite delta (push.cu); launched

@@ -188,7 +188,7 @@ template <typename V>
 __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int width,
                             unsigned mask, const int* __restrict__ indices,
                             const float* __restrict__ weights, V* values, int mode, V inf,
-                            int predictor, StrongRule<V> strong, int num_states,
+                            bool by_weight, int predictor, StrongRule<V> strong, int num_states,
                             unsigned char* states, unsigned char* changed,
                             long long* block_epoch, int block_shift, long long epoch) {
     const long long v = it.v;
@@ -210,7 +210,9 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
         }
     }
     V best = old;
+    // A lane's own minimum bounds the group's from above, so its stop is safe too.
     for (long long i = it.lo + glane; i < it.hi; i += width) {
+        if (by_weight && weight_reaches(weights[i + it.shift], best)) break;
         best = min_value(best, candidate<V>(values[indices[i + it.shift]], weights,
                                             i + it.shift, mode, inf));
     }
@@ -240,11 +242,13 @@ __device__ __forceinline__ long long warp_min(long long x) {
 // minimum over the lanes gives each row's best candidate of the chunk. A BFS row stops
 // at the first chunk that offers the strong threshold, the lowest level an open vertex can
 // get, as GAP's bottom-up step stops at its first parent (the CPU's pull_floor): its later
-// chunks are not read.
+// chunks are not read. With rows lightest first (`by_weight`, SSSP) an edge whose weight
+// reaches its row's best is not relaxed, and the row stops after the chunk whose last edge
+// of it does: the heavier rest cannot help.
 template <typename V>
 __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
                            const int* __restrict__ indices, const float* __restrict__ weights,
-                           V* values, int mode, V inf, StrongRule<V> strong,
+                           V* values, int mode, V inf, bool by_weight, StrongRule<V> strong,
                            unsigned char* changed, long long* block_epoch, int block_shift,
                            long long epoch) {
     constexpr unsigned ALL = 0xffffffffu;
@@ -252,6 +256,9 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
     // Per warp: each row's best of the current chunk, written by its last lane there.
     __shared__ V chunk_best[1024];
     V* const row_best = chunk_best + (threadIdx.x & ~31);
+    // Per warp, with by_weight: the weight of each row's last edge in the current chunk.
+    __shared__ float chunk_last_weight[1024];
+    float* const row_last_weight = chunk_last_weight + (threadIdx.x & ~31);
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
     const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -294,8 +301,12 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             // Every lane shuffles (no short circuit may skip one).
             const long long row_lo = __shfl_sync(ALL, lo, row);
             const long long row_hi = __shfl_sync(ALL, hi, row);
+            const V best_of_row = __shfl_sync(ALL, best, row);
             const bool mine = (pulling_rows >> row & 1) && row_lo <= e && e < row_hi;
-            V cand = mine ? candidate<V>(values[indices[e]], weights, e, mode, inf) : inf;
+            // Read once: in a bottom-up round the weights are the host's, over PCIe.
+            const float w = by_weight && mine ? weights[e] : -1.0f;
+            const bool helps = mine && !(by_weight && weight_reaches(w, best_of_row));
+            V cand = helps ? candidate<V>(values[indices[e]], weights, e, mode, inf) : inf;
             // Segmented minimum: a row's edges are consecutive lanes of the chunk.
             const int key = mine ? row : 32 + lane;
             for (int d = 1; d < 32; d <<= 1) {
@@ -305,10 +316,15 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             }
             const int next_key = __shfl_down_sync(ALL, key, 1);
             row_best[lane] = inf;
+            if (by_weight) row_last_weight[lane] = -1.0f;  // no edge of the row in the chunk
             __syncwarp();
-            if (mine && (lane == 31 || next_key != key)) row_best[row] = cand;
+            if (mine && (lane == 31 || next_key != key)) {
+                row_best[row] = cand;
+                if (by_weight) row_last_weight[row] = w;
+            }
             __syncwarp();
             best = min_value(best, row_best[lane]);
+            if (by_weight && weight_reaches(row_last_weight[lane], best)) pulling = false;
             __syncwarp();
             if (stops_at_threshold && !less_value(strong.threshold, best)) pulling = false;
             pulling_rows = __ballot_sync(ALL, pulling);
@@ -332,22 +348,22 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
 template <typename V, typename Items>
 __device__ void sweep_items(
     SweepShared<V>& sh, Items items, const int* __restrict__ indices,
-    const float* __restrict__ weights, V* values, int mode, V inf, int predictor,
-    StrongRule<V> strong, int num_states, unsigned char* states, unsigned char* changed,
-    long long* block_epoch, int block_shift, long long epoch, int light_lanes,
-    long long heavy_edges) {
+    const float* __restrict__ weights, V* values, int mode, V inf, bool by_weight,
+    int predictor, StrongRule<V> strong, int num_states, unsigned char* states,
+    unsigned char* changed, long long* block_epoch, int block_shift, long long epoch,
+    int light_lanes, long long heavy_edges) {
     const int lane = threadIdx.x & 31;
     const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long num_threads = (long long)gridDim.x * blockDim.x;
     const long long begin = items.begin(), end = items.end();
 #define PULL(IT, GLANE, WIDTH, MASK)                                                         \
     pull_vertex<V>(sh, IT, GLANE, WIDTH, MASK, indices, weights, values, mode, inf,          \
-                   predictor, strong, num_states, states, changed, block_epoch,              \
+                   by_weight, predictor, strong, num_states, states, changed, block_epoch,   \
                    block_shift, epoch)
 
     if constexpr (Items::tiled) {
-        pull_tiles<V>(sh, items, indices, weights, values, mode, inf, strong, changed,
-                      block_epoch, block_shift, epoch);
+        pull_tiles<V>(sh, items, indices, weights, values, mode, inf, by_weight, strong,
+                      changed, block_epoch, block_shift, epoch);
     } else {
         const int glane = lane & (light_lanes - 1);
         const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
@@ -398,9 +414,10 @@ __device__ __forceinline__ void sweep_pages(SweepShared<V>& sh, int first, int e
     const WindowItems items{pages, offsets, vertex_prefix, chunk_prefix, page_first, indptr,
                             page_chunks, hub_chunks, page_edges, num_edges, hub_edges,
                             first, end, first};
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, predictor,
-                   StrongRule<V>{threshold, light_codes, light_unit}, num_states, states,
-                   changed, block_epoch, block_shift, sweep_epoch, light_lanes, heavy_edges);
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, mode == STORED && by_weight,
+                   predictor, StrongRule<V>{threshold, light_codes, light_unit}, num_states,
+                   states, changed, block_epoch, block_shift, sweep_epoch, light_lanes,
+                   heavy_edges);
 }
 
 template <typename V>
@@ -454,8 +471,8 @@ __global__ void pull_unsettled(PULL_UNSETTLED_PARAMS) {
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
     const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
     // Lane groups and the heavy part are the window's (pull_tiles takes their place).
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, PRED_STRONG,
-                   StrongRule<V>{threshold, light_codes, light_unit}, 0, nullptr, changed,
-                   block_epoch, block_shift, epoch, 32, 0);
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, mode == STORED && by_weight,
+                   PRED_STRONG, StrongRule<V>{threshold, light_codes, light_unit}, 0,
+                   nullptr, changed, block_epoch, block_shift, epoch, 32, 0);
     flush_shared(sh, counters, min_written, inf);
 }

@@ -71,6 +71,15 @@ __device__ __forceinline__ float candidate<float>(float val, const float* weight
     return mode == STORED ? add_value(val, weights[i]) : val;
 }
 
+// Whether an in-edge of weight w, in a row listed lightest first (a weighted store's CSC),
+// can no longer offer less than `best`: its weight alone reaches it, values being at least
+// 0, and so does every heavier in-edge after it in the row (docs/design.md, "Rows ordered
+// by weight").
+template <typename V>
+__device__ __forceinline__ bool weight_reaches(float w, V best) {
+    return !less_value(w, (float)best);
+}
+
 // Min over the first `width` lanes of a lane group (lanes of other groups may be elsewhere:
 // `mask` names this group's); the result is in the group's lane 0.
 template <typename V>
