@@ -51,7 +51,10 @@ class RunStats:
     switches_to_sparse: int = 0
     switches_to_dense: int = 0
     edges_pushed: int = 0
-    edges_pulled_bottom_up: int = 0  # in-edges read by bottom-up rounds
+    #: In-edges of the vertices bottom-up rounds pulled: those rounds read, at most (a
+    #: BFS row stops at its first parent, an SSSP row lightest first at its first edge
+    #: too heavy to help).
+    edges_pulled_bottom_up: int = 0
     edges_swept: int = 0  # in-edges of the pages dense rounds swept (each pass counted)
     #: One entry per round, a push phase's rounds together (:meth:`log_round`): where the
     #: work went, round by round, as Seraph's paper draws it (its Figure 10).
