@@ -13,11 +13,12 @@
 // parallel GPU methods for single-source shortest paths. IPDPS 2014), a two-bucket
 // delta-stepping: a lowered vertex whose value is at most `split` joins the next round,
 // one above it is flagged far; when no near vertex is left, split moves to the smallest
-// far value plus delta and the far vertices up to it come near. Pushing only vertices that
-// are (nearly) final keeps a weighted grid from re-pushing each vertex dozens of times, as
-// unordered Bellman-Ford rounds do. Exactness does not depend on the order: every lowered
-// vertex is listed near or flagged far, and the loop ends only when neither is left, so
-// every vertex pushes its final value.
+// far value plus the bucket's width and the far vertices up to it come near. Pushing only
+// vertices that are (nearly) final keeps a weighted grid from re-pushing each vertex dozens
+// of times, as unordered Bellman-Ford rounds do. The width starts at `delta` and follows
+// the work a bucket offers (next_width). Exactness does not depend on the order: every
+// lowered vertex is listed near or flagged far, and the loop ends only when neither is
+// left, so every vertex pushes its final value.
 //
 // The out-edges are read where they are: the host's pinned CSR mapped into the device's
 // address space (zero-copy), or the device's own copy of a resident symmetric graph. A
@@ -225,12 +226,34 @@ __device__ void relax(const Phase<V>& p, long long count, long long total, const
     block_min_into(lowest, written, inf);
 }
 
+// The next bucket's width, from the out-edges the last two buckets pushed. Every round
+// costs the grid's syncs whatever its work, so a bucket of fewer edges than the grid has
+// threads leaves the device mostly idle. On a weighted grid or road network a width of
+// `delta` makes tens of thousands of such rounds, bucket after bucket of about the same
+// size, and the next bucket is twice as wide. Where the buckets still grow fast (a
+// low-diameter graph's first buckets, each several times the last) the width stays: the
+// frontier is about to fill the device by itself, and a wider bucket would only hand the
+// phase to the dense rounds sooner. A bucket of many times the threads re-pushes vertices
+// that a narrower one would have pushed once, and the next is half as wide, never below
+// `delta`. Every thread computes the same width: the edge counts come from grid-wide scans.
+template <typename V>
+__device__ __forceinline__ V next_width(V width, V delta, long long bucket_edges,
+                                        long long last_bucket_edges, long long threads) {
+    if (bucket_edges < threads && bucket_edges < 2 * last_bucket_edges)
+        return add_value(width, width);
+    if (bucket_edges > 16 * threads && less_value(delta, width)) {
+        const V half = width / 2;  // only an order: subnormals cannot matter here
+        return less_value(half, delta) ? delta : half;
+    }
+    return width;
+}
+
 // Near-far's step when the near list is empty: split moves to the smallest far value plus
-// delta, and the far vertices up to it, as many as the list holds, come near. Returns
-// false when no vertex is far (the phase has converged).
+// the bucket's `width`, and the far vertices up to it, as many as the list holds, come
+// near. Returns false when no vertex is far (the phase has converged).
 template <typename V>
 __device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned long long* near_end,
-                        long long capacity, const V* values, V inf, V delta, V* lowest,
+                        long long capacity, const V* values, V inf, V width, V* lowest,
                         unsigned int* claimed, V& split) {
     V mine = inf;
     for (long long v = grid.thread_rank(); v < n; v += grid.size())
@@ -239,7 +262,7 @@ __device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned l
     grid.sync();
     const V low = fresh(lowest);
     if (!less_value(low, inf)) return false;
-    split = add_value(low, delta);
+    split = add_value(low, width);
     const long long stride = grid.size();
     const long long trips = (n + stride - 1) / stride;
     for (long long r = 0; r < trips; ++r) {
@@ -289,7 +312,8 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     const bool far_mode = less_value(delta, inf);
     int nq = 0;  // which buffer holds the near list
     long long near_count = count, rounds = 0, edges = 0;
-    V split = inf;
+    long long bucket_edges = 0, last_bucket_edges = 0;  // pushed in this bucket, the last
+    V split = inf, width = delta;
     bool overflow = false;
     if (far_mode) {
         // The frontier starts far: the first advance takes its nearest vertices.
@@ -301,8 +325,13 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     while (true) {
         if (near_count == 0) {
             // counters[nq] is zero: the near list is empty and its end was reset.
+            if (far_mode && rounds > 0)
+                width = next_width<V>(width, delta, bucket_edges, last_bucket_edges,
+                                      (long long)grid.size());
+            last_bucket_edges = bucket_edges;
+            bucket_edges = 0;
             if (!far_mode || !advance<V>(grid, n, lists[nq], &counters[nq], capacity, values,
-                                         inf, delta, &mins[0], claimed, split))
+                                         inf, width, &mins[0], claimed, split))
                 break;  // converged
             near_count = (long long)fresh(&counters[nq]);
             near_count = min(near_count, capacity);
@@ -320,6 +349,7 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
         const long long next = (long long)fresh(&counters[nq ^ 1]);
         rounds += 1;
         edges += total;
+        bucket_edges += total;
         if (grid.thread_rank() == 0) counters[nq] = 0;  // read by every thread before the sync
         nq ^= 1;
         near_count = far_mode ? min(next, capacity) : next;
