@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 import weakref
 from collections.abc import Iterator
@@ -300,7 +301,15 @@ class CudaBackend(HostPush):
         every active page. Measured on RMAT-26 at 25% on an H100 (docs/engine.md): BFS's
         round read 875 M in-edges in 73 ms, where a dense round over all 2.1 G takes about
         0.25 s; SSSP took 0.756 s at 0.7 and 0.9, with one dense round where 0.5 needs two
-        (0.821 s)."""
+        (0.821 s).
+
+        No limit for SSSP on rows listed lightest first (``Graph.rows_by_weight``): its
+        pulls stop at the first in-edge too heavy to help, so a round reads a fraction of
+        the in-edges it counts. On RMAT-26 at 25% on an H200 (docs/benchmarks/
+        matrix-gpu.md) every dense round then gave way to bottom-up rounds: 0.70 s ->
+        0.45 s from random sources; uniform-25 stayed at 0.72 s."""
+        if self.algorithm.weight_mode == STORED and self.graph.rows_by_weight:
+            return math.inf
         return BOTTOM_UP_SHARE * num_edges
 
     def __init__(self, graph, algorithm, layout, table, initial_state: int = 0,
