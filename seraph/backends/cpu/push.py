@@ -76,7 +76,8 @@ class PushResult:
         rounds: push rounds run (for delta-stepping: bins drained, each parallel round of a
             bin counting once).
         edges_pushed: out-edges relaxed over all rounds.
-        changed: sorted unique int64 ids of every vertex whose value was lowered.
+        changed: unique int64 ids of every vertex whose value was lowered, in no
+            particular order.
     """
 
     frontier: np.ndarray
@@ -191,11 +192,11 @@ def _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode
             max_frontier_edges, in_next) -> PushResult:
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges
     (``in_next``: zero flags, zero again on return)."""
-    frontier, rounds, edges, changed = _rounds_loop(
+    frontier, rounds, edges, changed, unique = _rounds_loop(
         indptr, indices, edge_weights, stride, values, infinity(weight_mode), frontier,
         in_next, round_pieces(), max_frontier_edges)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
-                      changed=_sorted_union([changed], len(values)))
+                      changed=changed if unique else _sorted_union([changed], len(values)))
 
 
 @njit(cache=True)
@@ -203,16 +204,23 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
                  max_pieces, max_frontier_edges):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
-    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated).
+    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated, whether
+    that concatenation is free of repeats).
 
     Rounds of at most ``GRAIN_EDGES`` edges run on this thread (:func:`_push_alone_round`)
     and claim straight into the concatenation, so a grid's thousands of small rounds
-    allocate nothing and take no atomic."""
+    allocate nothing and take no atomic.
+
+    A frontier of one value pushed over one weight for every edge (BFS's levels) offers
+    every head the same candidate: a round lowers a vertex at most once, and no later round
+    lowers it again (its candidates are no smaller). Such rounds need no claim flags, the
+    next frontier has one value again, and the concatenation has no repeats to remove."""
     # Room for every vertex once (a BFS claims each at most once), reserved, not touched:
     # grown from 16, it was reallocated and copied 16 times in a grid BFS (a million claims).
     changed = np.empty(max(16, 2 * len(frontier), len(values)), dtype=np.int64)
     count = rounds = edges = 0
     ordered = False
+    one_level = stride == 0 and _one_value(values, frontier)
     frontier_edges = _out_edges(indptr, frontier)
     while len(frontier):
         if frontier_edges <= GRAIN_EDGES:
@@ -220,7 +228,7 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
                 changed = _grown(changed, count, count + frontier_edges)
             claimed, pushed, frontier_edges = _push_alone_round(
                 indptr, indices, weights, stride, values, inf, frontier, in_next, changed,
-                count)
+                count, not one_level)
             frontier = changed[count:count + claimed]
             ordered = False
         else:
@@ -237,7 +245,16 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
             break
     if not ordered:
         frontier = np.sort(frontier)  # claims come in claim order, the hand-back is sorted
-    return frontier, rounds, edges, changed[:count]
+    return frontier, rounds, edges, changed[:count], one_level
+
+
+@njit(cache=True)
+def _one_value(values, vertices):
+    """Whether every one of ``vertices`` holds the same value."""
+    same = True
+    for i in range(1, len(vertices)):
+        same = same and values[vertices[i]] == values[vertices[0]]
+    return same
 
 
 @njit(cache=True)
@@ -258,18 +275,30 @@ def _grown(a, used, need):
 
 @njit(cache=True)
 def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, in_next,
-                      out, start):
+                      out, start, flagged):
     """One push round on this thread, with plain loads and stores: claims go to
-    ``out[start:]``; returns (vertices claimed, edges pushed, the claimed vertices'
-    out-edges)."""
+    ``out[start:]``, each once by its flag in ``in_next`` where ``flagged`` (without it,
+    the caller knows a vertex is lowered at most once a round: see _rounds_loop); returns
+    (vertices claimed, edges pushed, the claimed vertices' out-edges)."""
     k = start
     pushed = out_edges = 0
     for u in frontier:
         val = values[u]
         if val == inf:  # never add to INF (int32 INF + 1 would wrap)
             continue
-        pushed += indptr[u + 1] - indptr[u]
-        for e in range(indptr[u], indptr[u + 1]):
+        lo, hi = indptr[u], indptr[u + 1]
+        pushed += hi - lo
+        if not flagged:
+            # One level (stride 0): one candidate for every out-edge, each head lowered once.
+            cand = val + weights[0]
+            for e in range(lo, hi):
+                v = indices[e]
+                if cand < values[v]:
+                    values[v] = cand
+                    out[k] = v
+                    k += 1
+            continue
+        for e in range(lo, hi):
             v = indices[e]
             cand = val + weights[e * stride]
             if cand < values[v]:
@@ -282,7 +311,8 @@ def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, i
     # the edge loop made the rounds of a road-like grid's BFS 10-15% slower (2-4% of the
     # call).
     for i in range(start, k):
-        in_next[out[i]] = 0
+        if flagged:
+            in_next[out[i]] = 0
         out_edges += indptr[out[i] + 1] - indptr[out[i]]
     return k - start, pushed, out_edges
 
