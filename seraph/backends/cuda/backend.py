@@ -303,12 +303,15 @@ class CudaBackend(HostPush):
         0.25 s; SSSP took 0.756 s at 0.7 and 0.9, with one dense round where 0.5 needs two
         (0.821 s).
 
-        No limit for SSSP on rows listed lightest first (``Graph.rows_by_weight``): its
-        pulls stop at the first in-edge too heavy to help, so a round reads a fraction of
-        the in-edges it counts. On RMAT-26 at 25% on an H200 (docs/benchmarks/
-        matrix-gpu.md) every dense round then gave way to bottom-up rounds: 0.70 s ->
-        0.45 s from random sources; uniform-25 stayed at 0.72 s."""
-        if self.algorithm.weight_mode == STORED and self.graph.rows_by_weight:
+        No limit for SSSP on rows listed lightest first (``Graph.rows_by_weight``) when
+        pages move: its pulls stop at the first in-edge too heavy to help, so a round reads
+        a fraction of the in-edges it counts, where a dense round copies every page. On
+        RMAT-26 at 25% on an H200 (docs/benchmarks/matrix-gpu.md) every dense round then
+        gave way to bottom-up rounds: 0.70 s -> 0.45 s from random sources; uniform-25
+        stayed at 0.72 s. A resident graph's dense rounds copy nothing, and keep the
+        share (not measured without it)."""
+        if self.algorithm.weight_mode == STORED and self.graph.rows_by_weight and \
+                not self.layout.resident:
             return math.inf
         return BOTTOM_UP_SHARE * num_edges
 
