@@ -27,6 +27,9 @@ from seraph.predictors import STRONG
 _SCAN_CHUNK = 1 << 16
 #: Vertices a chunk scans between looks at the other chunks' counts.
 _LOOK_EVERY = 4096
+#: A round pulls a few thousand vertices: a bitmap of every vertex offering the floor
+#: (pull.offering_floor) would cost more to build than it saves.
+_NO_BITS = np.zeros(0, dtype=np.uint8)
 
 
 def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
@@ -126,7 +129,7 @@ def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, mi
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
-                          weight_mode, by_weight, inf, floor)
+                          weight_mode, by_weight, inf, floor, _NO_BITS)
             if best < old:
                 values[v] = best
                 lowered[i] = True

@@ -28,17 +28,26 @@ SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")
-def relax(values, indices, weights, lo, hi, best, weight_mode, by_weight, inf, floor):
+def relax(values, indices, weights, lo, hi, best, weight_mode, by_weight, inf, floor,
+          offering):
     """min(best, value[u] + w) over the in-edges [lo, hi) (never adding to INF), stopping
     once it reaches ``floor``, below which no candidate can go (:func:`pull_floor`).
 
     With ``by_weight`` (rows lightest first, ``Graph.rows_by_weight``) it also stops at the
     first in-edge whose weight alone reaches ``best``: values are at least 0, so neither it
-    nor any heavier in-edge after it can offer less, and their sources' values go unread."""
+    nor any heavier in-edge after it can offer less, and their sources' values go unread.
+
+    ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered the
+    floor when the sweep began (:func:`offering_floor`): such an in-neighbour ends the pull
+    at the floor, and the bit is read where its value would be, in a bitmap that stays in
+    cache (GAP's bottom-up step tests its frontier the same way)."""
     for i in range(lo, hi):
         if weight_mode == STORED and by_weight and weights[i] >= best:
             break
-        val = values[indices[i]]
+        u = indices[i]
+        if len(offering) and offering[u >> 3] >> (u & 7) & 1:
+            return floor
+        val = values[u]
         if weight_mode == UNIT:
             if val != inf and val + 1 < best:
                 best = val + 1
@@ -65,13 +74,27 @@ def pull_floor(predictor, weight_mode, threshold):
     return -1
 
 
+@njit(cache=True, parallel=True)
+def offering_floor(values, floor):
+    """A bit per vertex, set where its value plus one is at most ``floor`` (BFS: it offers
+    an open vertex the lowest level that vertex can get)."""
+    bits = np.zeros((len(values) + 7) >> 3, dtype=np.uint8)
+    for w in prange(len(bits)):
+        word = 0
+        for v in range(8 * w, min(8 * w + 8, len(values))):
+            if values[v] < floor:
+                word |= 1 << (v - 8 * w)
+        bits[w] = word
+    return bits
+
+
 @njit(cache=True, nogil=True)
 def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
                 by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
-                changed, block_epoch, block_shift, epoch, counters, minimum, chunk):
+                changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
+                offering):
     """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
     best_written = minimum[chunk]
-    floor = pull_floor(predictor, weight_mode, threshold)
     for v in range(v0, v1):
         lo = max(indptr[v], base)
         hi = min(indptr[v + 1], base + length)
@@ -89,7 +112,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             continue
         counters[chunk, ATTEMPTED] += 1
         best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
-                      weight_mode, by_weight, inf, floor)
+                      weight_mode, by_weight, inf, floor, offering)
         if best < old:
             values[v] = best
             changed[v] = 1
@@ -114,6 +137,9 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     """
     counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
+    floor = pull_floor(predictor, weight_mode, threshold)
+    offering = offering_floor(values, floor) if weight_mode == UNIT and floor > 0 else \
+        np.zeros(0, dtype=np.uint8)
     for k in range(len(pages)):
         p = pages[k]
         base = p * page_edges
@@ -124,12 +150,13 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
                         offsets[k], values, weight_mode, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
-                        block_shift, epoch, counters, minimum, np.int64(0))  # see _pull_chunks
+                        block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
+                        floor, offering)
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
                          indices, weights, offsets[k], values, weight_mode, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
-                         block_epoch, block_shift, epoch, counters, minimum)
+                         block_epoch, block_shift, epoch, counters, minimum, floor, offering)
     return counters.sum(axis=0), minimum.min()
 
 
@@ -137,7 +164,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
 def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
                  values, weight_mode, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
-                 minimum):
+                 minimum, floor, offering):
     """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
@@ -145,7 +172,8 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
                     length, indptr, indices, weights, offset, values, weight_mode, by_weight,
                     inf, predictor, threshold, light_codes, light_unit, table, states, changed,
-                    block_epoch, block_shift, epoch, counters, minimum, np.int64(c))
+                    block_epoch, block_shift, epoch, counters, minimum, np.int64(c), floor,
+                    offering)
 
 
 @njit(cache=True, parallel=True)
