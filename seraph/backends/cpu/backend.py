@@ -19,11 +19,17 @@ from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.host_push import HostPush
-from seraph.backends.cpu.pull import label_from_reach, sweep_pages
+from seraph.backends.cpu.pull import (
+    NO_BITS,
+    label_from_reach,
+    offering_floor,
+    pull_floor,
+    sweep_pages,
+)
 from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.semiring import STORED
+from seraph.semiring import STORED, UNIT
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
@@ -64,6 +70,9 @@ class CpuBackend(HostPush):
         self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-copy")
         self._copies: dict[int, Future] = {}
         self._chunks = 4 * numba.get_num_threads()
+        # BFS sweeps' bitmap of the vertices offering the floor, and that floor: built once
+        # a floor, not once a window (see _offering).
+        self._offering, self._offering_for = NO_BITS, -1
 
     # -- capabilities ---------------------------------------------------------------------
     def default_push_alpha(self) -> float:
@@ -106,12 +115,26 @@ class CpuBackend(HostPush):
             self.algorithm.weight_mode, g.rows_by_weight, self.algorithm.inf, predictor,
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
             self.states, self.changed,
-            self.block_epoch, self.layout.block_shift, epoch, self._chunks)
+            self.block_epoch, self.layout.block_shift, epoch, self._chunks,
+            self._offering_bits(predictor, threshold))
         return SweepResult(*(int(c) for c in counters), minimum)
+
+    def _offering_bits(self, predictor: int, threshold) -> np.ndarray:
+        """:func:`~seraph.backends.cpu.pull.offering_floor` for a BFS sweep's floor, kept
+        for every later window and round with the same floor (values only go down, so its
+        bits stay true), or empty where no floor is known."""
+        alg = self.algorithm
+        floor = pull_floor(predictor, alg.weight_mode, alg.dtype.type(threshold))
+        if alg.weight_mode != UNIT or floor <= 0:
+            return NO_BITS
+        if floor != self._offering_for:
+            self._offering, self._offering_for = offering_floor(self.values, floor), floor
+        return self._offering
 
     # -- vertex state ---------------------------------------------------------------------
     def set_values(self, values: np.ndarray) -> None:
         self.values[:] = values
+        self._offering_for = -1  # values may have gone up: the bitmap is no longer true
 
     def host_values(self) -> np.ndarray:
         return self.values

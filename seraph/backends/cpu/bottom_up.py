@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu.pull import pull_floor, relax
+from seraph.backends.cpu.pull import NO_BITS, pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
@@ -27,9 +27,6 @@ from seraph.predictors import STRONG
 _SCAN_CHUNK = 1 << 16
 #: Vertices a chunk scans between looks at the other chunks' counts.
 _LOOK_EVERY = 4096
-#: A round pulls a few thousand vertices: a bitmap of every vertex offering the floor
-#: (pull.offering_floor) would cost more to build than it saves.
-_NO_BITS = np.zeros(0, dtype=np.uint8)
 
 
 def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
@@ -121,6 +118,8 @@ def _kept(vertices, keep):
 @njit(cache=True, parallel=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
                  weight_mode, by_weight, inf, floor):
+    # No bitmap of the vertices offering the floor: a round pulls a few thousand vertices,
+    # and building it (pull.offering_floor) would cost more than it saves.
     # Each vertex is written only by the piece that pulls it; reading a value another
     # piece is lowering is safe (module docstring of seraph.backends.cpu.pull).
     for p in prange(len(bounds) - 1):
@@ -129,7 +128,7 @@ def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, mi
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
-                          weight_mode, by_weight, inf, floor, _NO_BITS)
+                          weight_mode, by_weight, inf, floor, NO_BITS)
             if best < old:
                 values[v] = best
                 lowered[i] = True

@@ -22,6 +22,8 @@ from seraph.semiring import STORED, UNIT
 # Counters each sweep reports, as columns of the per-chunk counter array.
 ATTEMPTED, SUCCEEDED, SKIPPED_STRONG, SKIPPED_WEAK = range(4)
 NUM_COUNTERS = 4
+#: The empty bitmap: no vertex known to offer the floor (see relax).
+NO_BITS = np.zeros(0, dtype=np.uint8)
 #: Pages of fewer edges are pulled on the calling thread: waking the thread pool would cost
 #: more than the page (the push engine's small rounds follow the same rule).
 SERIAL_EDGES = 4096
@@ -77,7 +79,8 @@ def pull_floor(predictor, weight_mode, threshold):
 @njit(cache=True, parallel=True)
 def offering_floor(values, floor):
     """A bit per vertex, set where its value plus one is at most ``floor`` (BFS: it offers
-    an open vertex the lowest level that vertex can get)."""
+    an open vertex the lowest level that vertex can get). Values only go down during a
+    run, so a bit stays true for later sweeps with the same floor."""
     bits = np.zeros((len(values) + 7) >> 3, dtype=np.uint8)
     for w in prange(len(bits)):
         word = 0
@@ -129,17 +132,16 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                 indices, weights, values, weight_mode, by_weight, inf, predictor, threshold,
                 light_codes, light_unit, table, states, changed, block_epoch, block_shift,
-                epoch, num_chunks):
+                epoch, num_chunks, offering):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
-    The strong rule's test is :func:`seraph.lightest.proven`.
+    The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
+    :func:`offering_floor`'s bitmap for this sweep's floor, or empty.
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
     counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
     floor = pull_floor(predictor, weight_mode, threshold)
-    offering = offering_floor(values, floor) if weight_mode == UNIT and floor > 0 else \
-        np.zeros(0, dtype=np.uint8)
     for k in range(len(pages)):
         p = pages[k]
         base = p * page_edges
