@@ -106,4 +106,7 @@ def test_fractional_weights_keep_answers_exact(paged, device):
         result = seraph.sssp(graph, 7, device=device, push_alpha=alpha, device_memory=(
             layout.state_bytes + 3 * layout.slot_bytes if paged else None))
         assert check(graph, "sssp", result.distances, 7) is None
-        assert result.stats.skipped_strong > 0
+        # The strong rule skips vertices in dense sweeps. A paged SSSP that may push pulls
+        # bottom-up in their place on a device (CudaBackend.bottom_up_edge_limit).
+        assert result.stats.sweeps > 0 or alpha
+        assert (result.stats.skipped_strong > 0) == (result.stats.sweeps > 0)

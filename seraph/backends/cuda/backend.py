@@ -310,8 +310,7 @@ class CudaBackend(HostPush):
         gave way to bottom-up rounds: 0.70 s -> 0.45 s from random sources; uniform-25
         stayed at 0.72 s. A resident graph's dense rounds copy nothing, and keep the
         share (not measured without it)."""
-        if self.algorithm.weight_mode == STORED and self.graph.rows_by_weight and \
-                not self.layout.resident:
+        if self._pulls_stop_early and not self.layout.resident:
             return math.inf
         return BOTTOM_UP_SHARE * num_edges
 
@@ -331,6 +330,9 @@ class CudaBackend(HostPush):
         self._delta = dtype.type(
             graph_cached(graph, "push_delta", lambda: default_delta(csc_indptr, weights))
             if algorithm.weight_mode == STORED and weights is not None else algorithm.inf)
+        # SSSP's pulls stop at the first in-edge too heavy to help where rows are
+        # listed lightest first.
+        self._pulls_stop_early = algorithm.weight_mode == STORED and graph.rows_by_weight
         self._persistent = _kernel("pull_persistent", dtype, cooperative=True)
         self._persistent_grid = _co_resident_blocks(self._persistent.function)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
@@ -575,8 +577,7 @@ class CudaBackend(HostPush):
     def _pulled_edges(self, indices: cp.ndarray, weights: cp.ndarray) -> dict:
         """The edges a pull relaxes: :meth:`_edges`, and whether its rows are lightest
         first, so that SSSP's pulls stop at the first in-edge too heavy to help."""
-        by_weight = self.algorithm.weight_mode == STORED and self.graph.rows_by_weight
-        return {**self._edges(indices, weights), "by_weight": int(by_weight)}
+        return {**self._edges(indices, weights), "by_weight": int(self._pulls_stop_early)}
 
     def _marks(self, epoch: int) -> dict:
         """Where a pull marks its successes, and counts them and their smallest value."""
