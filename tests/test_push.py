@@ -12,7 +12,13 @@ from numba import njit, prange
 from scipy.sparse import csgraph
 
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
-from seraph.backends.cpu.push import Scratch, ids_between, push_round, push_until
+from seraph.backends.cpu.push import (
+    _PARALLEL_EDGES,
+    Scratch,
+    ids_between,
+    push_round,
+    push_until,
+)
 from seraph.semiring import INT_INF, STORED, UNIT, ZERO, infinity, value_dtype
 
 # --- atomics under contention ---------------------------------------------------------------
@@ -218,7 +224,7 @@ def random_graph(n=20_000, m=200_000, seed=3):
 
 @pytest.mark.parametrize("mode", [UNIT, ZERO, STORED])
 def test_rounds_split_across_threads_match_scipy(mode):
-    n, src, dst, _ = random_graph(m=60_000)
+    n, src, dst, _ = random_graph(m=400_000)
     if mode == ZERO:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     w = np.random.default_rng(4).integers(0, 40, len(src)).astype(np.float32) / 4
@@ -230,6 +236,10 @@ def test_rounds_split_across_threads_match_scipy(mode):
         values, frontier = initial_values(n, 0, mode), [0]
         expected = engine_values(csgraph.dijkstra(matrix, indices=0) if mode == STORED else
                                  csgraph.shortest_path(matrix, indices=0, unweighted=True), mode)
+    if mode == UNIT:  # a level with more out-edges than one thread pushes alone
+        reached = expected != infinity(UNIT)
+        level_edges = np.bincount(expected[reached], np.bincount(src, minlength=n)[reached])
+        assert level_edges.max() >= _PARALLEL_EDGES
     result = run(csr(n, src, dst, w), values, frontier, mode)
     assert result.edges_pushed > 8 * 4096  # the busy rounds are split into several pieces
     np.testing.assert_array_equal(values, expected)
