@@ -15,7 +15,9 @@ from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
 from seraph.backends.cpu.push import (
     _PARALLEL_EDGES,
     Scratch,
+    _frontier_edges,
     ids_between,
+    max_out_degree,
     push_round,
     push_until,
 )
@@ -362,6 +364,21 @@ def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
     fresh = initial_values(n, 0, mode)
     run((indptr, indices, weights), fresh, [0], mode)  # in one call, without a scratch
     np.testing.assert_array_equal(values, fresh)
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs(), st.data())
+def test_a_bounded_frontier_count_decides_as_the_exact_one(g, data):
+    """_frontier_edges may return a bound instead of the count: never below it, and on the
+    same side of the threshold, so every decision and every room reserved holds."""
+    n, src, dst, _ = g
+    indptr = csr(n, src, dst)[0]
+    frontier = np.array(data.draw(st.lists(st.integers(0, n - 1))), dtype=np.int64)
+    threshold = data.draw(st.integers(1, 4 * len(src) + 1))
+    exact = int(np.diff(indptr)[frontier].sum())
+    edges = _frontier_edges(indptr, frontier, max_out_degree(indptr), threshold)
+    assert edges >= exact
+    assert (edges < threshold) == (exact < threshold)
 
 
 @pytest.mark.parametrize("n", [0, 1, 1000, 300_000])
