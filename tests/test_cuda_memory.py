@@ -57,6 +57,10 @@ def test_every_algorithm_keeps_within_its_budget(kind):
          False, False),
         ("sssp", lambda b: seraph.sssp(graph, source, device="cuda", device_memory=b),
          True, True),
+        ("bfs, pushed on the host", lambda b: seraph.bfs(
+            graph, source, device="cuda", device_memory=b, push_on="host"), False, False),
+        ("sssp, pushed on the host", lambda b: seraph.sssp(
+            graph, source, device="cuda", device_memory=b, push_on="host"), True, True),
         ("cc", lambda b: seraph.connected_components(graph, device="cuda", device_memory=b),
          False, False),
         ("cc propagation", lambda b: seraph.connected_components(

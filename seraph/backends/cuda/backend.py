@@ -106,6 +106,13 @@ def _kernel(name: str, value_type=None, cooperative: bool = False) -> _Kernel:
     return _Kernel(name, None if value_type is None else np.dtype(value_type), cooperative)
 
 
+#: values[v] = x for each (v, x): a push on the host's changes, written back.
+_scatter = cp.ElementwiseKernel("int64 v, T x", "raw T values", "values[v] = x",
+                                "seraph_scatter")
+#: A lowered vertex's predictor state starts again, its debt kept (as kernels/push.cu does).
+_reset_states = cp.ElementwiseKernel(
+    "int64 v, uint8 initial", "raw uint8 states",
+    f"states[v] = initial | (states[v] & {int(OWES)})", "seraph_reset_states")
 #: values[i] = i, written in place.
 _iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
 #: first[0] = the smallest i with value[i] != inf (first[0] starts at n).
@@ -665,13 +672,30 @@ class CudaBackend(HostPush):
                              fresh=True)
 
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
-        # Only the push engine's changes cross back over PCIe.
-        with self.compute_stream:
-            idx = cp.asarray(changed)
-            self.values[idx] = cp.asarray(self._host.view(self.algorithm.dtype)[changed])
-            if self.table is not None:
-                self.states[idx] = self.initial_state | (self.states[idx] & OWES)
+        """Only the push engine's changes cross back over PCIe, in pieces through the push
+        lists' room: the budget counts it, and a push on the host leaves it idle. Uploaded
+        whole, the ids and values of a grid BFS's million changes took 12 bytes each the
+        budget did not count."""
+        values = self._host.view(self.algorithm.dtype)
+        stream = self.compute_stream
+        for ids, part in self._uploaded(changed):
+            new = self._near[0][:len(part)].view(self.values.dtype)
+            new.set(values[part], stream=stream)
+            with stream:
+                _scatter(ids, new, self.values)
+                if self.table is not None:
+                    _reset_states(ids, self.initial_state, self.states)
         self.mark_blocks(changed, epoch)
+
+    def _uploaded(self, host_ids: np.ndarray) -> Iterator[tuple[cp.ndarray, np.ndarray]]:
+        """``host_ids`` (int64) on the device in pieces, through the push lists' room (see
+        :meth:`apply_host_changes`): each piece's device copy and the piece. A piece's room
+        is reused for the next once the work queued on it is done (one stream)."""
+        for lo in range(0, len(host_ids), self._capacity):
+            part = host_ids[lo:lo + self._capacity]
+            ids = self._ends[:len(part)]
+            ids.set(part, stream=self.compute_stream)
+            yield ids, part
 
     def components(self) -> None:
         """Union-find on the device (kernels/union_find.cu), CC's values being the parents:
@@ -722,8 +746,9 @@ class CudaBackend(HostPush):
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
         blocks = blocks_of(vertices, self.layout.block_shift, self.layout.num_blocks)
         self._epochs[blocks] = epoch  # the host mirror, as the launches refresh it
-        with self.compute_stream:
-            self.block_epoch[cp.asarray(blocks)] = epoch
+        for ids, _part in self._uploaded(blocks):
+            with self.compute_stream:
+                _scatter(ids, np.int64(epoch), self.block_epoch)
 
     def block_epochs(self) -> np.ndarray:
         return self._epochs
