@@ -102,6 +102,38 @@ def test_push_rounds_on_the_device(symmetric, predictor):
                     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("blocks", [None, 2])
+def test_bounded_degree_rounds_on_the_device(monkeypatch, blocks):
+    """A graph whose out-degrees are all small (a grid with a tenth of its edges removed,
+    its ids shuffled) pushes in rounds that balance edges within each block of the device
+    (kernels/push.cu, relax_local): over the device's whole grid of blocks, and over two
+    blocks, whose chunks of a frontier then span many tiles. BFS and SSSP (near-far,
+    whose rounds lower vertices of their own list) from several sources, resident and
+    paged, give the CPU's answers."""
+    from partitioner.generators import gap_weights, grid
+    from seraph.backends.caches import graph_max_out_degree
+    from seraph.backends.cuda import backend as cuda_backend
+
+    if blocks:
+        monkeypatch.setattr(cuda_backend, "MAX_PUSH_BLOCKS", blocks)
+    chunks = list(grid(150, 150, remove_fraction=0.1, seed=1, weights=gap_weights()).chunks())
+    ids = np.random.default_rng(2).permutation(150 * 150)
+    src, dst, weight = (np.concatenate([getattr(c, f) for c in chunks])
+                        for f in ("src", "dst", "weight"))
+    graph = seraph.Graph.from_edges(ids[src], ids[dst], weight, num_vertices=150 * 150,
+                                    symmetrize=True, page_edges=4096)
+    assert graph_max_out_degree(graph) <= 32  # relax_local's bound (LOCAL_MAX_DEGREE)
+    layout = Layout.plan(graph, False, None, weights=True, lightest=True)
+    sources = np.random.default_rng(3).choice(np.flatnonzero(graph.out_degrees()), 3)
+    for budget in (None, layout.state_bytes + 2 * layout.slot_bytes):
+        for source in sources.tolist():
+            for call, field in ((seraph.bfs, "levels"), (seraph.sssp, "distances")):
+                want = getattr(call(graph, source, device="cpu"), field)
+                res = call(graph, source, device="cuda", device_memory=budget)
+                np.testing.assert_array_equal(getattr(res, field), want)
+                assert res.stats.edges_pushed > 0
+
+
 @pytest.mark.parametrize("capacity", [None, 4])
 def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
     """After paged CC's reach from the hub, the labels are made on the device (reach.cu):

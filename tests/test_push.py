@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from numba import njit, prange
 from scipy.sparse import csgraph
 
+from seraph.backends.caches import max_out_degree
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
 from seraph.backends.cpu.push import (
     _PARALLEL_EDGES,
     Scratch,
     _frontier_edges,
     ids_between,
-    max_out_degree,
     push_round,
     push_until,
 )

@@ -21,6 +21,15 @@ def graph_cached(graph, key, make: Callable[[], object]):
     return cache[key]
 
 
+def max_out_degree(indptr: np.ndarray) -> int:
+    return int(np.diff(indptr).max()) if len(indptr) > 1 else 0
+
+
+def graph_max_out_degree(graph) -> int:
+    """The graph's largest out-degree (computed once per graph)."""
+    return graph_cached(graph, "max out-degree", lambda: max_out_degree(graph.out_indptr()))
+
+
 def graph_lightest_in(graph) -> LightestIn:
     """The graph's :func:`seraph.lightest.lightest_in` (built once per graph)."""
     def build() -> LightestIn:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from seraph.backends.base import Backend, PushOutcome
-from seraph.backends.caches import graph_cached, hand_back, take_pooled
-from seraph.backends.cpu.push import Scratch, max_out_degree, push_until
+from seraph.backends.caches import graph_max_out_degree, hand_back, take_pooled
+from seraph.backends.cpu.push import Scratch, push_until
 
 
 class HostPush(Backend):
@@ -29,8 +29,7 @@ class HostPush(Backend):
         values = self.host_values()
         res = push_until(indptr, indices, weights, values, np.asarray(frontier),
                          alg.weight_mode, int(edge_limit), scratch=self._scratch,
-                         max_degree=graph_cached(graph, "max out-degree",
-                                                 lambda: max_out_degree(indptr)))
+                         max_degree=graph_max_out_degree(graph))
         if len(res.changed):
             self.apply_host_changes(res.changed, epoch)
         # Read after apply_host_changes: host_values is the backend's own buffer.

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from seraph.backends.caches import max_out_degree
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
 from seraph.backends.cpu.prefetch import prefetch
 from seraph.errors import ConfigError
@@ -174,9 +175,6 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     return _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode,
                    max_frontier_edges, scratch.in_next(), max_degree)
 
-
-def max_out_degree(indptr: np.ndarray) -> int:
-    return int(np.diff(indptr).max()) if len(indptr) > 1 else 0
 
 
 def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:

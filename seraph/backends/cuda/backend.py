@@ -39,7 +39,13 @@ import numpy as np
 
 from seraph.backends.activity import PUSH_ALPHA, blocks_of
 from seraph.backends.base import BottomUpResult, PeakMemory, PushOutcome, SweepResult
-from seraph.backends.caches import graph_cached, graph_hub_chunks, hand_back, take_pooled
+from seraph.backends.caches import (
+    graph_cached,
+    graph_hub_chunks,
+    graph_max_out_degree,
+    hand_back,
+    take_pooled,
+)
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.push import default_delta
 from seraph.backends.cpu.union_find import GIANT_SAMPLES, giant_sample, most_common
@@ -796,7 +802,7 @@ class CudaBackend(HostPush):
                 initial_state=self.initial_state, block_epoch=self.block_epoch,
                 block_shift=self.layout.block_shift, epoch=epoch,
                 counters=io[0:4].view(cp.uint64), mins=io[12:14].view(alg.dtype),
-                result=io[4:12])
+                result=io[4:12], max_degree=graph_max_out_degree(self.graph))
             self.changed.fill(0)
         host = self._read_back(io, self._loop_host)
         rounds, edges, near, nq, overflow = (int(x) for x in host[4:9])

@@ -104,7 +104,8 @@ KERNELS = {
         "long long* ends", "long long* block_sums", "const long long* out_indptr", *_EDGES,
         "V delta", "long long edge_limit", "unsigned int* claimed", "unsigned char* states",
         "unsigned char initial_state", "long long* block_epoch", "int block_shift",
-        "long long epoch", "unsigned long long* counters", "V* mins", "long long* result"),
+        "long long epoch", "unsigned long long* counters", "V* mins", "long long* result",
+        "long long max_degree"),
         _PULL_TYPES),
     "count_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "const long long* indptr", "long long n",

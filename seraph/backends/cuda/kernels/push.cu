@@ -28,8 +28,9 @@
 // edges of a row (coalesced reads over PCIe).
 //
 // Each vertex has a byte in `claimed` (the backend's changed flags, all zero when a phase
-// starts): NEAR_BIT while it is in the next near list (set by a word-wide atomicOr, so it
-// is listed once), FAR_BIT while it waits far. The near lists have room for `capacity`
+// starts): a near bit while it is in the next near list (set by a word-wide atomicOr, so
+// it is listed once; two bits, alternating by round: near_bit), FAR_BIT while it waits
+// far. The near lists have room for `capacity`
 // vertices; appends beyond it are counted, not listed. In near-far such a vertex waits far
 // instead; without it (BFS, CC) the phase ends there and a dense round takes over. A
 // lowered vertex also gets its block marked and its weak predictor state reset, as a
@@ -50,6 +51,14 @@ namespace cg = cooperative_groups;
 
 #define NEAR_BIT 1u
 #define FAR_BIT 2u
+#define NEAR_BIT_ODD 4u
+
+// The claim bit of the near list relaxed in round r. The lists alternate between two bits,
+// so a round clears its own list's bit while it claims the next list's: no vertex's two
+// claims can meet, and no grid sync has to separate them.
+__device__ __forceinline__ unsigned near_bit(long long round) {
+    return (round & 1) ? NEAR_BIT_ODD : NEAR_BIT;
+}
 #define ALL_LANES 0xffffffffu
 
 __device__ __forceinline__ int add_value(int a, int b) { return a + b; }
@@ -203,59 +212,136 @@ struct Phase {
     unsigned long long* lowered;
     long long capacity;
     bool far_mode;  // a finite delta: near-far
+    unsigned near_bit;  // the next list's claim bit (near_bit)
 };
 
-// One round over the `total` out-edges of near[0..count): a lowered vertex joins the next
-// near list (value <= split) or is flagged far; in near-far a vertex the list has no room
-// for is flagged far too (without near-far the overflow ends the phase: BFS's strong rule
-// needs every vertex of a level pushed in the level's round). The smallest value written
-// goes into *written.
+// What a round reads and writes besides its lists.
 template <typename V>
-__device__ void relax(const Phase<V>& p, long long count, long long total, const long long* ends,
-                      const long long* out_indptr, const int* __restrict__ indices,
-                      const float* __restrict__ weights, V* values, int mode, V inf, V split,
-                      unsigned int* claimed, unsigned char* states, unsigned char initial_state,
-                      long long* block_epoch, int block_shift, long long epoch, V* written) {
+struct Edges {
+    const long long* out_indptr;
+    const int* __restrict__ indices;
+    const float* __restrict__ weights;
+    V* values;
+    int mode;
+    V inf, split;
+    unsigned int* claimed;
+    unsigned char* states;
+    unsigned char initial_state;
+    long long* block_epoch;
+    int block_shift;
+    long long epoch;
+};
+
+// Relaxes out-edge `edge` of u (where `active`): a lowered head joins the next near list
+// (value <= split) or is flagged far; in near-far a head the list has no room for is
+// flagged far too (without near-far the overflow ends the phase: BFS's strong rule needs
+// every vertex of a level pushed in the level's round). Every lane of the warp calls it.
+template <typename V>
+__device__ __forceinline__ void relax_edge(const Phase<V>& p, const Edges<V>& g, bool active,
+                                           int u, long long edge, V& lowest) {
+    bool lowered = false, near = false;
+    int v = 0;
+    if (active) {
+        v = g.indices[edge];
+        const V cand = candidate<V>(g.values[u], g.weights, edge, g.mode, g.inf);
+        if (less_value(cand, g.values[v]) &&
+            less_value(cand, atomic_min_value(&g.values[v], cand))) {
+            lowered = true;
+            g.block_epoch[v >> g.block_shift] = g.epoch;
+            if (g.states) g.states[v] = g.initial_state | (g.states[v] & OWES);
+            lowest = min_value(lowest, cand);
+            if (!less_value(g.split, cand)) near = claim(g.claimed, v, p.near_bit);
+            else claim(g.claimed, v, FAR_BIT);
+        }
+    }
+    const unsigned ballot = __ballot_sync(ALL_LANES, lowered);
+    if ((threadIdx.x & 31) == 0 && ballot) atomicAdd(p.lowered, __popc(ballot));
+    const bool listed = append(near, v, p.next_end, p.next, p.capacity);
+    if (p.far_mode && near) {
+        // Listed: pushed next round with its value then, so no longer far; no room:
+        // left far (and unclaimed, or no later lowering could list it).
+        const unsigned shift = 8 * (v & 3);
+        if (listed) {
+            atomicAnd(&g.claimed[v >> 2], ~(FAR_BIT << shift));
+        } else {
+            atomicAnd(&g.claimed[v >> 2], ~(p.near_bit << shift));
+            atomicOr(&g.claimed[v >> 2], FAR_BIT << shift);
+        }
+    }
+}
+
+// One round over the `total` out-edges of near[0..count), edge-balanced over the grid by
+// `ends` (scan_out_degrees). The smallest value written goes into *written.
+template <typename V>
+__device__ void relax(const Phase<V>& p, const Edges<V>& g, long long count, long long total,
+                      const long long* ends, V* written) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     // Every lane of a warp runs the same number of iterations, so the ballots are whole.
     const long long trips = (total + stride - 1) / stride;
-    V lowest = inf;
+    V lowest = g.inf;
     for (long long r = 0; r < trips; ++r) {
         const long long e = r * stride + blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        bool lowered = false, near = false;
-        int v = 0;
+        int u = 0;
+        long long edge = 0;
         if (e < total) {
             const long long i = owner(ends, count, total, e, trips == 1);
-            const int u = p.near[i];
-            const long long edge = out_indptr[u] + (e - ends[i]);
-            v = indices[edge];
-            const V cand = candidate<V>(values[u], weights, edge, mode, inf);
-            if (less_value(cand, values[v]) &&
-                less_value(cand, atomic_min_value(&values[v], cand))) {
-                lowered = true;
-                block_epoch[v >> block_shift] = epoch;
-                if (states) states[v] = initial_state | (states[v] & OWES);
-                lowest = min_value(lowest, cand);
-                if (!less_value(split, cand)) near = claim(claimed, v, NEAR_BIT);
-                else claim(claimed, v, FAR_BIT);
-            }
+            u = p.near[i];
+            edge = g.out_indptr[u] + (e - ends[i]);
         }
-        const unsigned ballot = __ballot_sync(ALL_LANES, lowered);
-        if ((threadIdx.x & 31) == 0 && ballot) atomicAdd(p.lowered, __popc(ballot));
-        const bool listed = append(near, v, p.next_end, p.next, p.capacity);
-        if (p.far_mode && near) {
-            // Listed: pushed next round with its value then, so no longer far; no room:
-            // left far (and unclaimed, or no later lowering could list it).
-            const unsigned shift = 8 * (v & 3);
-            if (listed) {
-                atomicAnd(&claimed[v >> 2], ~(FAR_BIT << shift));
-            } else {
-                atomicAnd(&claimed[v >> 2], ~(NEAR_BIT << shift));
-                atomicOr(&claimed[v >> 2], FAR_BIT << shift);
-            }
-        }
+        relax_edge(p, g, e < total, u, edge, lowest);
     }
-    block_min_into(lowest, written, inf);
+    block_min_into(lowest, written, g.inf);
+}
+
+// One round over near[0..count) where no vertex has more than LOCAL_MAX_DEGREE out-edges
+// (a grid, a road network, a mesh): each block takes a contiguous chunk of the list and
+// balances its edges over its own threads, tile by tile, by a scan in shared memory, so
+// the round needs no grid-wide scan and its two grid syncs. Bounded degrees keep the
+// chunks' work even. The edges relaxed are added to *round_edges.
+#define LOCAL_MAX_DEGREE 32
+#define LOCAL_TILE 256  // the push loop's block size (CudaBackend's _THREADS)
+template <typename V>
+__device__ void relax_local(const Phase<V>& p, const Edges<V>& g, long long count,
+                            V* written, unsigned long long* round_edges) {
+    __shared__ int tile_vertex[LOCAL_TILE];
+    __shared__ long long tile_row[LOCAL_TILE], tile_first[LOCAL_TILE];
+    const long long chunk = (count + gridDim.x - 1) / gridDim.x;
+    const long long lo = min(count, blockIdx.x * chunk), hi = min(count, lo + chunk);
+    V lowest = g.inf;
+    long long relaxed = 0;
+    for (long long base = lo; base < hi; base += blockDim.x) {
+        const long long i = base + threadIdx.x;
+        int u = 0;
+        long long row = 0, degree = 0, tile_edges;
+        if (i < hi) {
+            u = p.near[i];
+            row = g.out_indptr[u];
+            degree = g.out_indptr[u + 1] - row;
+        }
+        const long long first = block_scan(degree, tile_edges) - degree;
+        tile_vertex[threadIdx.x] = u;
+        tile_row[threadIdx.x] = row;
+        tile_first[threadIdx.x] = first;
+        __syncthreads();
+        const int tile_count = (int)min((long long)blockDim.x, hi - base);
+        for (long long e0 = 0; e0 < tile_edges; e0 += blockDim.x) {
+            const long long e = e0 + threadIdx.x;
+            int at = 0;
+            if (e < tile_edges) {  // the last vertex of the tile whose first edge is <= e
+                int top = tile_count - 1;
+                while (at < top) {
+                    const int mid = (at + top + 1) >> 1;
+                    if (tile_first[mid] <= e) at = mid; else top = mid - 1;
+                }
+            }
+            relax_edge(p, g, e < tile_edges, tile_vertex[at],
+                       tile_row[at] + (e - tile_first[at]), lowest);
+        }
+        relaxed += tile_edges;
+        __syncthreads();  // the tile is read before the next one is written
+    }
+    if (threadIdx.x == 0 && relaxed) atomicAdd(round_edges, (unsigned long long)relaxed);
+    block_min_into(lowest, written, g.inf);
 }
 
 // The next bucket's width, from the out-edges the last two buckets pushed. Every round
@@ -286,7 +372,7 @@ __device__ __forceinline__ V next_width(V width, V delta, long long bucket_edges
 template <typename V>
 __device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned long long* near_end,
                         long long capacity, const V* values, V inf, V width, V* lowest,
-                        unsigned int* claimed, V& split) {
+                        unsigned int* claimed, unsigned bit, V& split) {
     V mine = inf;
     for (long long v = grid.thread_rank(); v < n; v += grid.size())
         if (flag(claimed, (int)v) & FAR_BIT) mine = min_value(mine, values[v]);
@@ -302,19 +388,19 @@ __device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned l
         const bool want = v < n && (flag(claimed, (int)v) & FAR_BIT) &&
                           !less_value(split, values[v]);
         // One thread per vertex: a plain store.
-        if (append(want, (int)v, near_end, near, capacity)) flag(claimed, (int)v) = NEAR_BIT;
+        if (append(want, (int)v, near_end, near, capacity)) flag(claimed, (int)v) = bit;
     }
     grid.sync();
     if (grid.thread_rank() == 0) *lowest = inf;  // read by every thread before the sync
     return true;
 }
 
-// Every near vertex's NEAR_BIT cleared (each is listed once: one writer), so that a round
-// lowering it again lists it again.
+// Every near vertex's claim `bit` cleared, so that a later round lowering it lists it
+// again; by an atomic, as the round's claims of the other bits may meet it in the byte.
 __device__ void unclaim_near(cg::grid_group& grid, const int* near, long long count,
-                             unsigned int* claimed) {
+                             unsigned int* claimed, unsigned bit) {
     for (long long i = grid.thread_rank(); i < count; i += grid.size())
-        flag(claimed, near[i]) &= ~NEAR_BIT;
+        atomicAnd(&claimed[near[i] >> 2], ~(bit << (8 * (near[i] & 3))));
 }
 
 // The smallest value of the vertices waiting: listed in near[0..count), or flagged far.
@@ -332,7 +418,8 @@ __device__ void waiting_minimum(cg::grid_group& grid, const int* near, long long
 }
 
 // Lists near_a and near_b (each `capacity` long); the initial frontier is in
-// near_a[0..count). counters: [0, 1] the near lists' ends, [2] the vertices lowered; mins:
+// near_a[0..count). counters: [0, 1] the near lists' ends, [2] the vertices lowered, [3]
+// the edges of local rounds (relax_local, where max_degree allows them); mins:
 // [0] an advance's smallest far value, [1] the smallest waiting value, [2] the smallest
 // value the phase wrote (what the host takes with [1] when the list overflowed: unlisted
 // waiting vertices were written in the phase); all zero / inf at launch. block_sums: a word
@@ -342,8 +429,12 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     cg::grid_group grid = cg::this_grid();
     int* lists[2] = {near_a, near_b};
     const bool far_mode = less_value(delta, inf);
+    const bool local = max_degree <= LOCAL_MAX_DEGREE;  // relax_local's rounds
+    const Edges<V> g{out_indptr, indices, weights, values, mode, inf, inf, claimed, states,
+                     initial_state, block_epoch, block_shift, epoch};
     int nq = 0;  // which buffer holds the near list
     long long near_count = count, rounds = 0, edges = 0;
+    unsigned long long local_edges = 0;  // counters[3]'s last reading
     long long bucket_edges = 0, last_bucket_edges = 0;  // pushed in this bucket, the last
     V split = inf, width = delta;
     bool overflow = false;
@@ -363,21 +454,31 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
             last_bucket_edges = bucket_edges;
             bucket_edges = 0;
             if (!far_mode || !advance<V>(grid, n, lists[nq], &counters[nq], capacity, values,
-                                         inf, width, &mins[0], claimed, split))
+                                         inf, width, &mins[0], claimed, near_bit(rounds),
+                                         split))
                 break;  // converged
             near_count = (long long)fresh(&counters[nq]);
             near_count = min(near_count, capacity);
         }
-        unclaim_near(grid, lists[nq], near_count, claimed);
-        const long long total = scan_out_degrees(grid, lists[nq], near_count, out_indptr, ends,
-                                                 block_sums);
-        if (rounds > 0 && total >= edge_limit) break;
+        unclaim_near(grid, lists[nq], near_count, claimed, near_bit(rounds));
         const Phase<V> p{lists[nq], lists[nq ^ 1], &counters[nq ^ 1], &counters[2], capacity,
-                         far_mode};
-        relax<V>(p, near_count, total, ends, out_indptr, indices, weights, values, mode, inf,
-                 split, claimed, states, initial_state, block_epoch, block_shift, epoch,
-                 &mins[2]);
+                         far_mode, near_bit(rounds + 1)};
+        Edges<V> round = g;
+        round.split = split;
+        long long total = 0;
+        if (local) {
+            relax_local<V>(p, round, near_count, &mins[2], &counters[3]);
+        } else {
+            total = scan_out_degrees(grid, lists[nq], near_count, out_indptr, ends, block_sums);
+            if (rounds > 0 && total >= edge_limit) break;
+            relax<V>(p, round, near_count, total, ends, &mins[2]);
+        }
         grid.sync();
+        if (local) {  // counters[3] sums every local round's edges, so it is never reset
+            const unsigned long long so_far = fresh(&counters[3]);
+            total = (long long)(so_far - local_edges);
+            local_edges = so_far;
+        }
         const long long next = (long long)fresh(&counters[nq ^ 1]);
         rounds += 1;
         edges += total;
@@ -389,6 +490,9 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
             overflow = true;
             break;
         }
+        // A local round learns its edges as it relaxes them: the list it pushed had
+        // edge_limit of them or more, so the next goes back to the dense rounds.
+        if (local && total >= edge_limit && near_count > 0) break;
     }
     waiting_minimum<V>(grid, lists[nq], min(near_count, capacity), n, claimed, values, inf,
                        &mins[1]);
