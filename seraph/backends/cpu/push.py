@@ -176,7 +176,6 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
                    max_frontier_edges, scratch.in_next(), max_degree)
 
 
-
 def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
     """The delta-stepping bin width for a graph: ``_DELTA_DEGREES`` mean weights per average
     out-degree (from a strided sample of the weights).
