@@ -42,13 +42,18 @@ def relax(values, indices, weights, lo, hi, best, weight_mode, by_weight, inf, f
     ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered the
     floor when the sweep began (:func:`offering_floor`): such an in-neighbour ends the pull
     at the floor, and the bit is read where its value would be, in a bitmap that stays in
-    cache (GAP's bottom-up step tests its frontier the same way)."""
+    cache (GAP's bottom-up step tests its frontier the same way). The bits are tested over
+    the whole row before any value is read: a value read before the row's first offering
+    in-neighbour could not lower the pull below the floor it ends at."""
+    if len(offering):
+        for i in range(lo, hi):
+            u = indices[i]
+            if offering[u >> 3] >> (u & 7) & 1:
+                return floor
     for i in range(lo, hi):
         if weight_mode == STORED and by_weight and weights[i] >= best:
             break
         u = indices[i]
-        if len(offering) and offering[u >> 3] >> (u & 7) & 1:
-            return floor
         val = values[u]
         if weight_mode == UNIT:
             if val != inf and val + 1 < best:
