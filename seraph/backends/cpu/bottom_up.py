@@ -76,14 +76,20 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     counts = np.zeros(chunks, dtype=np.int64)
     edges = np.zeros(chunks, dtype=np.int64)
     for c in prange(chunks):
+        # Counted in locals, published at each look: neighbouring chunks' counts share a
+        # cache line, which two threads adding to it every vertex passed back and forth.
+        count = edge_count = 0
         for v in range(n * c // chunks, n * (c + 1) // chunks):
             # The value first: most vertices are settled, and their indptr stays unread.
             if not proven(values[v], threshold, light_codes, light_unit, v) and \
                     indptr[v + 1] > indptr[v]:
-                counts[c] += 1
-                edges[c] += indptr[v + 1] - indptr[v]
-            if v % _LOOK_EVERY == 0 and edges.sum() >= limit:
-                break
+                count += 1
+                edge_count += indptr[v + 1] - indptr[v]
+            if v % _LOOK_EVERY == 0:
+                edges[c] = edge_count
+                if edges.sum() >= limit:
+                    break
+        counts[c], edges[c] = count, edge_count
     return counts, edges
 
 
@@ -94,12 +100,12 @@ def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     starts[1:] = np.cumsum(counts)
     out = np.empty(starts[-1], dtype=np.int64)
     for c in prange(chunks):
-        k = starts[c]
+        k, end = starts[c], starts[c + 1]
         for v in range(n * c // chunks, n * (c + 1) // chunks):
-            if not proven(values[v], threshold, light_codes, light_unit, v) and \
-                    indptr[v + 1] > indptr[v]:
+            if k < end:  # as ids_between: every vertex written, the unsettled ones kept
                 out[k] = v
-                k += 1
+            k += not proven(values[v], threshold, light_codes, light_unit, v) and \
+                indptr[v + 1] > indptr[v]
     return out
 
 
