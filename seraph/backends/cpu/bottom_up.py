@@ -79,16 +79,17 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
         # Counted in locals, published at each look: neighbouring chunks' counts share a
         # cache line, which two threads adding to it every vertex passed back and forth.
         count = edge_count = 0
-        for v in range(n * c // chunks, n * (c + 1) // chunks):
-            # The value first: most vertices are settled, and their indptr stays unread.
-            if not proven(values[v], threshold, light_codes, light_unit, v) and \
-                    indptr[v + 1] > indptr[v]:
-                count += 1
-                edge_count += indptr[v + 1] - indptr[v]
-            if v % _LOOK_EVERY == 0:
-                edges[c] = edge_count
-                if edges.sum() >= limit:
-                    break
+        lo, hi = n * c // chunks, n * (c + 1) // chunks
+        for look in range(lo, hi, _LOOK_EVERY):
+            edges[c] = edge_count
+            if edges.sum() >= limit:
+                break
+            for v in range(look, min(look + _LOOK_EVERY, hi)):
+                # The value first: most vertices are settled, and their indptr stays unread.
+                if not proven(values[v], threshold, light_codes, light_unit, v) and \
+                        indptr[v + 1] > indptr[v]:
+                    count += 1
+                    edge_count += indptr[v + 1] - indptr[v]
         counts[c], edges[c] = count, edge_count
     return counts, edges
 
