@@ -76,8 +76,9 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     counts = np.zeros(chunks, dtype=np.int64)
     edges = np.zeros(chunks, dtype=np.int64)
     for c in prange(chunks):
-        # Counted in locals, published at each look: neighbouring chunks' counts share a
-        # cache line, which two threads adding to it every vertex passed back and forth.
+        # Counted in locals, published between blocks of _LOOK_EVERY vertices: testing
+        # the position every vertex for a look (a modulo) had kept this loop at 3.5 ms a
+        # call on R-MAT-20's BFS, against 1.0 ms.
         count = edge_count = 0
         lo, hi = n * c // chunks, n * (c + 1) // chunks
         for look in range(lo, hi, _LOOK_EVERY):
