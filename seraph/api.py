@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seraph import interrupts
 from seraph.backends import backend_class
 from seraph.backends.layout import Layout
 from seraph.compiling import compile_seconds
@@ -137,7 +138,9 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     trace = Trace(enabled=config.trace)
     plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
-    with backend_cls.measuring_memory() as memory:
+    # Ctrl-C and SIGTERM stop the compiled work within a round (seraph.interrupts); the
+    # backend is closed, its device and pinned memory given back, whatever ended the run.
+    with interrupts.stoppable(), backend_cls.measuring_memory() as memory:
         backend = backend_cls.create(config, graph, plan.algorithm, layout, table,
                                      initial_state)
         try:

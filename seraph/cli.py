@@ -682,6 +682,8 @@ class Terminated(BaseException):
 #: What each signal main() handles raises.
 _INTERRUPTS: dict[int, type[BaseException]] = {signal.SIGINT: KeyboardInterrupt,
                                                signal.SIGTERM: Terminated}
+#: The exit status of a run each signal ended, as a shell reports a process it killed.
+_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -781,8 +783,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupt = _interruption(e)
         if interrupt is None:
             raise
-        what, code = (("terminated", 143) if isinstance(interrupt, Terminated)
-                      else ("interrupted", 130))
+        what, code = (("terminated", _EXIT_CODES[signal.SIGTERM])
+                      if isinstance(interrupt, Terminated)
+                      else ("interrupted", _EXIT_CODES[signal.SIGINT]))
         print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
         return code
     finally:
@@ -791,5 +794,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
+def entry() -> None:
+    """The ``seraph`` command: :func:`main`, then exit with its status. An interrupted run
+    exits at once, its output flushed: the interpreter's own teardown (the compiled
+    kernels' among it) takes about a second more, which a Ctrl-C should not wait for."""
+    code = main()
+    if code in _EXIT_CODES.values():
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -169,6 +169,7 @@ class SparseRounds:
         run = self.run
         start, compiled = time.perf_counter(), compile_seconds()
         run.epoch += 1
+        progress.working("push", run.stats)
         res = run.be.push(frontier, run.push_limit, run.epoch)
         run.stats.sparse_rounds += res.rounds
         run.stats.rounds += res.rounds
@@ -197,6 +198,7 @@ class SparseRounds:
         if not run.push_limit or run.proven < 0:
             return False
         start, compiled = time.perf_counter(), compile_seconds()
+        progress.working("bottom-up", run.stats)
         res = run.be.bottom_up(run.proven, run.bottom_up_limit, run.epoch + 1)
         if res is None:
             return False

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seraph import progress
+from seraph import interrupts, progress
 from seraph.backends.base import Backend
 from seraph.errors import ConfigError
 from seraph.predictors import CODES as PREDICTOR_CODES
@@ -157,6 +157,7 @@ class Run:
             self.be.mark_blocks(frontier, self.epoch)
             sparse = self.sparse.is_sparse(frontier)
         while True:
+            interrupts.check()  # compiled work stopped early: its results are no answer
             if sparse:
                 frontier = self.sparse.push(frontier)
                 if len(frontier):
@@ -175,6 +176,7 @@ class Run:
                 frontier = self.be.take_changed(self.push_limit)  # the vertices it lowered
                 sparse = frontier is not None and len(frontier) > 0
                 continue
+            progress.working("dense", self.stats)
             changed_min, succeeded = self.dense.round()
             self._maybe_turn_weak()
             if self.rechecking:  # it attempted every vertex that owed

@@ -41,6 +41,7 @@ import numpy as np
 import scipy.sparse.csgraph as csgraph
 from numba import njit, prange
 
+from seraph import progress
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
@@ -91,6 +92,7 @@ def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
 def union_find(run: Run) -> None:
     """The whole run: the backend's union-find (``Backend.components``)."""
     start = time.perf_counter()
+    progress.working("union-find", run.stats)
     run.be.components()
     run.stats.kernel_time += time.perf_counter() - start
 

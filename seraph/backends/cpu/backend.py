@@ -28,6 +28,7 @@ from seraph.backends.cpu.pull import (
 )
 from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
+from seraph.interrupts import STOP
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 from seraph.semiring import STORED, UNIT
 
@@ -116,7 +117,7 @@ class CpuBackend(HostPush):
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
             self.states, self.changed,
             self.block_epoch, self.layout.block_shift, epoch, self._chunks,
-            self._offering_bits(predictor, threshold))
+            self._offering_bits(predictor, threshold), STOP)
         return SweepResult(*(int(c) for c in counters), minimum)
 
     def _offering_bits(self, predictor: int, threshold) -> np.ndarray:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from seraph.backends.cpu.atomics import atomic_load
 from seraph.backends.cpu.pull import NO_BITS, pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
+from seraph.interrupts import STOP
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
 
@@ -36,7 +38,8 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
     or more."""
     chunks = max(1, -(-len(values) // _SCAN_CHUNK))
     threshold = values.dtype.type(threshold)
-    counts, edges = _count_unsettled(values, indptr, threshold, *lightest, limit, chunks)
+    counts, edges = _count_unsettled(values, indptr, threshold, *lightest, limit, chunks,
+                                     STOP)
     if edges.sum() >= limit:
         return None
     return _list_unsettled(values, indptr, threshold, *lightest, counts)
@@ -62,16 +65,19 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
     _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, by_weight, inf, pull_floor(STRONG, weight_mode, threshold))
+                 weight_mode, by_weight, inf, pull_floor(STRONG, weight_mode, threshold),
+                 STOP)
     return _kept(vertices, lowered), minimum.min(), total
 
 
-@njit(cache=True, parallel=True)
-def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks):
+@njit(cache=True, parallel=True, nogil=True)
+def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks,
+                     halt):
     """Per chunk of vertices: how many are unsettled and their in-edges. Every
     ``_LOOK_EVERY`` vertices a chunk adds up all chunks' edges so far and stops once they
     reach ``limit``: the caller then only needs to know that the total is that high. (The
-    other chunks' counts are read while they grow, so the sum is a lower bound.)"""
+    other chunks' counts are read while they grow, so the sum is a lower bound.) It stops
+    there too once ``halt[0]`` is set (:mod:`seraph.interrupts`)."""
     n = len(values)
     counts = np.zeros(chunks, dtype=np.int64)
     edges = np.zeros(chunks, dtype=np.int64)
@@ -83,7 +89,7 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
         lo, hi = n * c // chunks, n * (c + 1) // chunks
         for look in range(lo, hi, _LOOK_EVERY):
             edges[c] = edge_count
-            if edges.sum() >= limit:
+            if edges.sum() >= limit or atomic_load(halt, 0):
                 break
             for v in range(look, min(look + _LOOK_EVERY, hi)):
                 # The value first: most vertices are settled, and their indptr stays unread.
@@ -95,7 +101,7 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     return counts, edges
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     n, chunks = len(values), len(counts)
     starts = np.zeros(chunks + 1, dtype=np.int64)
@@ -123,16 +129,19 @@ def _kept(vertices, keep):
     return out[:k]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, by_weight, inf, floor):
+                 weight_mode, by_weight, inf, floor, halt):
     # No bitmap of the vertices offering the floor: a round pulls a few thousand vertices,
     # and building it (pull.offering_floor) would cost more than it saves.
     # Each vertex is written only by the piece that pulls it; reading a value another
     # piece is lowering is safe (module docstring of seraph.backends.cpu.pull).
+    # A piece looks at halt[0] (seraph.interrupts) every _LOOK_EVERY vertices.
     for p in prange(len(bounds) - 1):
         best_written = inf
         for i in range(bounds[p], bounds[p + 1]):
+            if (i & (_LOOK_EVERY - 1)) == 0 and atomic_load(halt, 0):
+                break
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,

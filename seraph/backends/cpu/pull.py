@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from seraph.backends.cpu.atomics import atomic_load
 from seraph.lightest import proven
 from seraph.predictors import STRONG, WEAK, weak_record, weak_skip
 from seraph.semiring import STORED, UNIT
@@ -137,10 +138,11 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                 indices, weights, values, weight_mode, by_weight, inf, predictor, threshold,
                 light_codes, light_unit, table, states, changed, block_epoch, block_shift,
-                epoch, num_chunks, offering):
+                epoch, num_chunks, offering, halt):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
     The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
-    :func:`offering_floor`'s bitmap for this sweep's floor, or empty.
+    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Stops before the next
+    page once ``halt[0]`` is set (:mod:`seraph.interrupts`).
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
@@ -148,6 +150,8 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
     floor = pull_floor(predictor, weight_mode, threshold)
     for k in range(len(pages)):
+        if atomic_load(halt, 0):
+            break
         p = pages[k]
         base = p * page_edges
         length = min(page_edges, num_edges - base)

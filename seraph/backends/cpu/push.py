@@ -39,9 +39,11 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.caches import max_out_degree
-from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
+from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_store, atomic_xchg
 from seraph.backends.cpu.prefetch import prefetch
 from seraph.errors import ConfigError
+from seraph.interrupts import STOP
+from seraph.progress import LIVE
 from seraph.semiring import STORED, UNIT, infinity, value_dtype
 
 #: Edges per piece below which splitting a round further costs more than it balances.
@@ -206,14 +208,14 @@ def _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode
     (``in_next``: zero flags, zero again on return)."""
     frontier, rounds, edges, changed, unique = _rounds_loop(
         indptr, indices, edge_weights, stride, values, infinity(weight_mode), frontier,
-        in_next, round_pieces(), max_frontier_edges, max_degree)
+        in_next, round_pieces(), max_frontier_edges, max_degree, STOP, LIVE)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
                       changed=changed if unique else _sorted_union([changed], len(values)))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_next,
-                 max_pieces, max_frontier_edges, max_degree):
+                 max_pieces, max_frontier_edges, max_degree, halt, live):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
     pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated, whether
@@ -228,7 +230,11 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
     lowers it again (its candidates are no smaller). Such rounds need no claim flags, the
     next frontier has one value again, and the concatenation has no repeats to remove.
 
-    A small frontier's out-edges are bounded, not counted (:func:`_frontier_edges`)."""
+    A small frontier's out-edges are bounded, not counted (:func:`_frontier_edges`).
+
+    After each round it publishes the rounds, the frontier and the edges so far in
+    ``live`` (:data:`seraph.progress.LIVE`), and it stops once ``halt[0]`` is set
+    (:mod:`seraph.interrupts`): the frontier it returns still holds every vertex waiting."""
     # Room for every vertex once (a BFS claims each at most once), reserved, not touched:
     # grown from 16, it was reallocated and copied 16 times in a grid BFS (a million claims).
     changed = np.empty(max(16, 2 * len(frontier), len(values)), dtype=np.int64)
@@ -258,11 +264,21 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
         rounds += 1
         edges += pushed
         count += len(frontier)
-        if frontier_edges >= max_frontier_edges:
+        _publish(live, rounds, len(frontier), edges)
+        if frontier_edges >= max_frontier_edges or atomic_load(halt, 0):
             break
     if not ordered:
         frontier = np.sort(frontier)  # claims come in claim order, the hand-back is sorted
     return frontier, rounds, edges, changed[:count], one_level
+
+
+@njit(inline="always", cache=True)
+def _publish(live, rounds, frontier, edges):
+    """A push phase's progress so far, for the thread that shows it (atomic stores, so
+    that the compiler keeps each one in its round)."""
+    atomic_store(live, 0, rounds)
+    atomic_store(live, 1, frontier)
+    atomic_store(live, 2, edges)
 
 
 @njit(cache=True)
@@ -363,7 +379,7 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     start = values[frontier]
     nxt, rounds, pushed, lowered = _delta_stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
-        max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend)
+        max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     changed = _sorted_union([lowered, frontier[values[frontier] < start]], len(values))
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
                       changed=changed)
@@ -896,11 +912,12 @@ def _waiting(bins, max_pieces):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
-                    max_frontier_edges, parallel_edges, max_pieces, pend):
+                    max_frontier_edges, parallel_edges, max_pieces, pend, halt, live):
     """Delta-stepping; returns (waiting vertices, rounds, edges pushed, the vertices lowered
-    that were not in ``frontier``). ``pend`` is all _UNTOUCHED, and so again on return."""
+    that were not in ``frontier``). ``pend`` is all _UNTOUCHED, and so again on return.
+    Progress and stopping as :func:`_rounds_loop`'s, a bin at a time."""
     n = len(values)
     bins = _new_bins(pend, ring_bits)
     frontier = frontier[values[frontier] != np.inf]  # an unreached vertex pushes nothing
@@ -929,7 +946,8 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
                                  inv_delta)
         rounds += 1
         pushed += edges
-        if bins.meta[_WAITING_EDGES] >= max_frontier_edges:
+        _publish(live, rounds, bins.meta[_WAITING], pushed)
+        if bins.meta[_WAITING_EDGES] >= max_frontier_edges or atomic_load(halt, 0):
             break
     waiting, lowered = _waiting(bins, max_pieces), bins.changed[:bins.meta[_CHANGED]]
     # Only the frontier and the vertices lowered from _UNTOUCHED ever left it.

@@ -44,6 +44,7 @@ from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_cas, atomic_load, atomic_store
 from seraph.errors import InputError
+from seraph.interrupts import STOP
 
 #: ``skip_root`` value that skips no vertex.
 NO_ROOT = -1
@@ -116,19 +117,19 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     pieces = _pieces(len(indices))
     if pieces == 1:
         _link_piece(parent, indptr, indices, edge_start, edge_start, edge_end,
-                    first_neighbour, count, skip_root)
+                    first_neighbour, count, skip_root, STOP)
     else:
         _link_pieces(parent, indptr, indices, edge_start, first_neighbour, count, skip_root,
-                     pieces)
+                     pieces, STOP)
 
 
 def compress(parent: np.ndarray) -> None:
     """Points every vertex straight at its root (call it while nothing links)."""
     pieces = _pieces(len(parent))
     if pieces == 1:
-        _compress_vertices(parent, 0, len(parent))
+        _compress_vertices(parent, 0, len(parent), STOP)
     else:
-        _compress_pieces(parent, pieces)
+        _compress_pieces(parent, pieces, STOP)
 
 
 def most_frequent_root(parent: np.ndarray, samples: int = GIANT_SAMPLES,
@@ -208,12 +209,13 @@ def _link(parent, u, v):
         rv = _find(parent, low)
 
 
-@njit(cache=True)
-def _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root):
-    """Links the wanted neighbour positions among global edges [lo, hi)."""
+@njit(cache=True, nogil=True)
+def _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root, halt):
+    """Links the wanted neighbour positions among global edges [lo, hi), a vertex's at a
+    time, until ``halt[0]`` is set (:mod:`seraph.interrupts`)."""
     v = np.searchsorted(indptr, lo, side="right") - 1  # the vertex owning edge lo
     e = lo
-    while e < hi:
+    while e < hi and not atomic_load(halt, 0):
         begin = indptr[v]
         end = indptr[v + 1]
         start = max(begin + first, e)
@@ -225,31 +227,35 @@ def _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_
         v += 1
 
 
-@njit(parallel=True, cache=True)
-def _link_pieces(parent, indptr, indices, edge_start, first, count, skip_root, pieces):
+@njit(parallel=True, cache=True, nogil=True)
+def _link_pieces(parent, indptr, indices, edge_start, first, count, skip_root, pieces, halt):
     """Splits the edges into ``pieces`` equal runs, one per thread (equal edge counts, not
     vertex counts, so a hub's edges are shared out too), and links them in parallel."""
     total = len(indices)
     for p in prange(pieces):
         lo = edge_start + total * p // pieces
         hi = edge_start + total * (p + 1) // pieces
-        _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root)
+        _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root,
+                    halt)
 
 
-@njit(cache=True)
-def _compress_vertices(parent, lo, hi):
-    """Points vertices [lo, hi) at their roots."""
+@njit(cache=True, nogil=True)
+def _compress_vertices(parent, lo, hi, halt):
+    """Points vertices [lo, hi) at their roots, looking at ``halt[0]`` every
+    ``_PIECE_ITEMS`` of them."""
     for v in range(lo, hi):
+        if ((v - lo) & (_PIECE_ITEMS - 1)) == 0 and atomic_load(halt, 0):
+            return
         root = _find(parent, v)
         if atomic_load(parent, v) != root:
             atomic_store(parent, v, root)
 
 
-@njit(parallel=True, cache=True)
-def _compress_pieces(parent, pieces):
+@njit(parallel=True, cache=True, nogil=True)
+def _compress_pieces(parent, pieces, halt):
     n = len(parent)
     for p in prange(pieces):
-        _compress_vertices(parent, n * p // pieces, n * (p + 1) // pieces)
+        _compress_vertices(parent, n * p // pieces, n * (p + 1) // pieces, halt)
 
 
 @njit(cache=True)
