@@ -37,6 +37,7 @@ import cupy as cp
 import cupyx
 import numpy as np
 
+from seraph import interrupts, progress
 from seraph.backends.activity import PUSH_ALPHA, blocks_of
 from seraph.backends.base import BottomUpResult, PeakMemory, PushOutcome, SweepResult
 from seraph.backends.caches import (
@@ -76,6 +77,10 @@ LEVEL_PUSH_ALPHA = 4.0
 #: When pages move, a bottom-up round takes up to this share of all edges (see
 #: CudaBackend.bottom_up_edge_limit).
 BOTTOM_UP_SHARE = 0.7
+#: Waiting for a launch, the host asks whether it is done for this long, then every
+#: POLL_S, so that a signal's handler can run meanwhile (see CudaBackend._finish).
+SPIN_S = 0.002
+POLL_S = 0.001
 
 
 def _kernels(source: str = "pull.cu", cooperative: bool = False) -> cp.RawModule:
@@ -172,6 +177,12 @@ def _mapped(graph, array: np.ndarray) -> cp.ndarray:
     _pin(graph, array)
     if array.nbytes == 0:
         return cp.empty(1, dtype=array.dtype)
+    return _device_view(array)
+
+
+def _device_view(array: np.ndarray) -> cp.ndarray:
+    """A device array over pinned host memory that the device can address (registered as
+    mapped, or allocated pinned: with unified addressing, every such allocation is)."""
     device_ptr = cp.cuda.runtime.pointerGetAttributes(array.ctypes.data).devicePointer
     memory = cp.cuda.UnownedMemory(device_ptr, array.nbytes, array)
     return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(memory, 0))
@@ -419,6 +430,12 @@ class CudaBackend(HostPush):
         self._host: np.ndarray | None = None
         self._out_edges: tuple[cp.ndarray, cp.ndarray] | None = None
         self._grid = 8 * cp.cuda.Device().attributes["MultiProcessorCount"]
+        # The long kernels' line to the host (kernels/interface.py, "live"): the stop word
+        # the host sets, and a push phase's rounds and frontier so far.
+        self._live = cupyx.empty_pinned(4, dtype=np.int64)
+        self._live[:] = 0
+        self._live_device = _device_view(self._live)
+        self._done = cp.cuda.Event(disable_timing=True)
         self._base_event = cp.cuda.Event()
         self._base_event.record(self.copy_stream)
         self._base_event.synchronize()
@@ -544,7 +561,7 @@ class CudaBackend(HostPush):
                 self._persistent(blocks, **sweep, max_sweeps=max_sweeps,
                                  landed_seq=self.landed_seq, incoming_slot=incoming,
                                  expected_seq=expected, mandatory=mandatory,
-                                 control=self._control)
+                                 control=self._control, live=self._live_device)
         status = self._read_status()
         counters = status[0:4].view(np.uint64)
         minimum = status[4:5].view(alg.dtype)[0]
@@ -558,16 +575,40 @@ class CudaBackend(HostPush):
         """After a launch: its status block and the block epochs, in one wait."""
         return self._read_back(self._io[:_STATUS], self._status)
 
-    def _read_back(self, status: cp.ndarray, host: np.ndarray) -> np.ndarray:
+    def _read_back(self, status: cp.ndarray, host: np.ndarray, pushing: bool = False
+                   ) -> np.ndarray:
         """After a launch: ``status`` into the pinned ``host`` and the block epochs into
-        their mirror, in one wait."""
+        their mirror, in one wait (``pushing``: a push phase's, whose progress shows
+        meanwhile)."""
         stream = self.compute_stream
         _memcpy(host.ctypes.data, status.data.ptr, host.nbytes,
                 cp.cuda.runtime.memcpyDeviceToHost, stream)
         _memcpy(self._epochs.ctypes.data, self.block_epoch.data.ptr, self._epochs.nbytes,
                 cp.cuda.runtime.memcpyDeviceToHost, stream)
-        stream.synchronize()
+        self._finish(stream, pushing)
         return host
+
+    def _finish(self, stream: cp.cuda.Stream, pushing: bool = False) -> None:
+        """Waits for the work queued on ``stream`` by asking whether it is done, not in a
+        blocking synchronize, which would hold a signal's handler until a long kernel
+        ended (seraph.interrupts): on an interrupt the running kernel is told to stop
+        (push_loop and pull_persistent look between rounds and pages) and is waited for,
+        so that its buffers are free to go. With ``pushing``, the push loop's rounds so far
+        go to :data:`seraph.progress.LIVE` meanwhile."""
+        self._done.record(stream)
+        spin_until = time.perf_counter() + SPIN_S
+        try:
+            while not self._done.done:
+                if pushing:
+                    progress.LIVE[:2] = self._live[1:3]
+                if interrupts.stopping():  # a handler of the caller's, that did not raise
+                    self._live[0] = 1
+                if time.perf_counter() > spin_until:
+                    time.sleep(POLL_S)
+        except BaseException:
+            self._live[0] = 1
+            stream.synchronize()
+            raise
 
     def _blocks(self, threads: int, most: int | None = None) -> int:
         """Blocks of ``_THREADS`` for ``threads`` threads (a grid-stride loop takes the
@@ -726,7 +767,7 @@ class CudaBackend(HostPush):
             giant = most_common(roots.get(stream=self.compute_stream))
             _kernel("link_rest")(blocks, **rows, skip_root=giant)
             _kernel("compress")(blocks, parent=parent, n=n)
-        self.compute_stream.synchronize()
+        self._finish(self.compute_stream)
 
     def label_unreached(self) -> np.ndarray | None:
         """On the device (kernels/reach.cu): only the list of vertices whose labels must
@@ -791,6 +832,7 @@ class CudaBackend(HostPush):
         alg, io = self.algorithm, self._loop_io
         _memcpy(io.data.ptr, self._fresh_loop.ctypes.data, self._fresh_loop.nbytes,
                 cp.cuda.runtime.memcpyHostToDevice, stream)
+        self._live[1:] = 0  # no rounds yet (the last phase's may be there)
         with stream:
             self._push_loop(
                 self._push_grid, near_a=self._near[0], near_b=self._near[1], count=count,
@@ -802,9 +844,10 @@ class CudaBackend(HostPush):
                 initial_state=self.initial_state, block_epoch=self.block_epoch,
                 block_shift=self.layout.block_shift, epoch=epoch,
                 counters=io[0:4].view(cp.uint64), mins=io[12:14].view(alg.dtype),
-                result=io[4:12], max_degree=graph_max_out_degree(self.graph))
+                result=io[4:12], max_degree=graph_max_out_degree(self.graph),
+                live=self._live_device)
             self.changed.fill(0)
-        host = self._read_back(io, self._loop_host)
+        host = self._read_back(io, self._loop_host, pushing=True)
         rounds, edges, near, nq, overflow = (int(x) for x in host[4:9])
         lowered = int(host[2])
         mins = host[12:14].view(alg.dtype)

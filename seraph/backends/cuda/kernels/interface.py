@@ -87,10 +87,13 @@ class Kernel:
 _PULL_TYPES = (np.dtype(np.int32), np.dtype(np.float32))
 KERNELS = {
     "pull_window": Kernel("pull.cu", _PULL_WINDOW, _PULL_TYPES),
-    # Sweeps until told to stop (pull.cu: pull_persistent); launched cooperatively.
+    # Sweeps until told to stop (pull.cu: pull_persistent); launched cooperatively. `live`
+    # (here and in push_loop) is host memory mapped into the device's: [0] set by the host
+    # when a signal stops the run, [1] and [2] a push phase's rounds and frontier so far.
     "pull_persistent": Kernel("pull.cu", (
         *_PULL_WINDOW, "int max_sweeps", "const long long* landed_seq", "int incoming_slot",
-        "long long expected_seq", "int mandatory", "int* control"), _PULL_TYPES),
+        "long long expected_seq", "int mandatory", "int* control", "const long long* live"),
+        _PULL_TYPES),
     # A bottom-up round: every vertex with all its in-edges (pull.cu: VertexItems).
     "pull_unsettled": Kernel("pull.cu", (
         "const long long* indptr", "long long num_vertices", "const long long* hub_chunks",
@@ -105,7 +108,7 @@ KERNELS = {
         "V delta", "long long edge_limit", "unsigned int* claimed", "unsigned char* states",
         "unsigned char initial_state", "long long* block_epoch", "int block_shift",
         "long long epoch", "unsigned long long* counters", "V* mins", "long long* result",
-        "long long max_degree"),
+        "long long max_degree", "long long* live"),
         _PULL_TYPES),
     "count_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "const long long* indptr", "long long n",

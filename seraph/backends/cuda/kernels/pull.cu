@@ -430,7 +430,8 @@ __global__ void pull_window(PULL_WINDOW_PARAMS) {
 
 // control: [0] passes begun, [1] pages swept in the last of them, [2] stop. Pass s marks
 // the blocks it changes with epoch + s, so the scheduler can tell which changes a page has
-// already pulled.
+// already pulled. It also stops after the page in which the host set live[0] (a signal
+// stopped the run: seraph/interrupts.py); what it leaves is not read.
 template <typename V>
 __global__ void pull_persistent(PULL_PERSISTENT_PARAMS) {
     __shared__ SweepShared<V> sh;
@@ -451,8 +452,9 @@ __global__ void pull_persistent(PULL_PERSISTENT_PARAMS) {
                 *((volatile const long long*)&landed_seq[incoming_slot]) >= expected_seq;
             control[0] = pass + 1;
             control[1] = page + 1;
-            control[2] = landed || (pass_end && (succeeded == pass_start ||
-                                                 pass + 1 == max_sweeps));
+            const bool halted = *((volatile const long long*)&live[0]) != 0;
+            control[2] = landed || halted || (pass_end && (succeeded == pass_start ||
+                                                           pass + 1 == max_sweeps));
             if (pass_end) pass_start = succeeded;
         }
         grid.sync();  // every block reads the same decision

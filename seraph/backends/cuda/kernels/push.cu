@@ -43,6 +43,12 @@
 // the smallest waiting value (the strong rule's threshold: every later update descends
 // from a waiting vertex).
 //
+// `live` is host memory mapped into the device's. After each round the loop writes the
+// rounds and the near list's length there ([1], [2]), for the host to show while it waits;
+// every HOST_LOOK_ROUNDS rounds it reads [0], which the host sets when a signal stops the
+// run (seraph/interrupts.py), and then ends the phase at the round's end, its lists as
+// consistent as at any other end (the host does not read them).
+//
 // The kernels' parameters (PUSH_LOOP_PARAMS) and OWES come from the header that
 // seraph/backends/cuda/kernels/interface.py writes in front of this file.
 
@@ -52,6 +58,9 @@ namespace cg = cooperative_groups;
 #define NEAR_BIT 1u
 #define FAR_BIT 2u
 #define NEAR_BIT_ODD 4u
+// Rounds between reads of the host's stop word (a read over PCIe, by one thread, while the
+// others wait at the grid sync).
+#define HOST_LOOK_ROUNDS 16
 
 // The claim bit of the near list relaxed in round r. The lists alternate between two bits,
 // so a round clears its own list's bit while it claims the next list's: no vertex's two
@@ -440,6 +449,7 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     long long bucket_edges = 0, last_bucket_edges = 0;  // pushed in this bucket, the last
     V split = inf, width = delta;
     bool overflow = false;
+    long long halt = 0;  // the host's stop word, as thread 0 read it last
     if (far_mode) {
         // The frontier starts far: the first advance takes its nearest vertices.
         for (long long i = grid.thread_rank(); i < count; i += grid.size())
@@ -475,7 +485,15 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
             if (rounds > 0 && total >= edge_limit) break;
             relax<V>(p, round, near_count, total, ends, &mins[2]);
         }
+        // Thread 0 passes on the host's stop word in result[5] or [6] by the round's parity:
+        // every thread reads it after this sync, and the same word is written again only
+        // two rounds on, after the next sync, which every reader has passed by then.
+        if (grid.thread_rank() == 0) {
+            if (rounds % HOST_LOOK_ROUNDS == 0) halt = fresh(&live[0]);
+            result[5 + (rounds & 1)] = halt;
+        }
         grid.sync();
+        const bool halted = fresh(&result[5 + (rounds & 1)]) != 0;
         if (local) {  // counters[3] sums every local round's edges, so it is never reset
             const unsigned long long so_far = fresh(&counters[3]);
             total = (long long)(so_far - local_edges);
@@ -488,6 +506,11 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
         if (grid.thread_rank() == 0) counters[nq] = 0;  // read by every thread before the sync
         nq ^= 1;
         near_count = far_mode ? min(next, capacity) : next;
+        if (grid.thread_rank() == 0) {
+            *(volatile long long*)&live[1] = rounds;
+            *(volatile long long*)&live[2] = near_count;
+        }
+        if (halted) break;
         if (near_count > capacity) {
             overflow = true;
             break;
