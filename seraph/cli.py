@@ -378,7 +378,7 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
 
 def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> int:
     """Runs every source on the one opened graph (its device caches kept between runs);
-    prints a row per source, then the median and the slowest time."""
+    prints a row per source as it finishes, then the median and the slowest time."""
     import statistics
 
     names = [f"{kind}_{s}" for s in sources
@@ -387,6 +387,7 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
     for source in sources:
         graph.vertex_index(source)  # a bad id fails before the first run, not in its own
     runs = []
+    table = None if args.json else _Table(args, graph, sources)
     with output if output is not None else contextlib.nullcontext():
         for i, source in enumerate(sources, 1):
             with progress.watch_rounds(f"source {source} ({i}/{len(sources)}): "):
@@ -402,31 +403,49 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
             if args.validate:
                 run["validation"] = _validate(graph, args.algorithm, values, source)
             runs.append((run, res.stats))
+            if table is not None:
+                table.row(run)
     times = [run["time"] for run, _ in runs]
     summary = {"sources": len(runs), "median_time": statistics.median(times),
                "max_time": max(times)}
-    if args.json:
+    if table is None:
         out = {"algorithm": args.algorithm, "store": str(args.store),
                "runs": [run | {"stats": st.to_dict()} for run, st in runs], "summary": summary}
         print(json.dumps(out, indent=2, default=float))
     else:
-        _print_many(args, [run for run, _ in runs], summary)
+        table.summary(summary)
     failed = any(run.get("validation", "ok") != "ok" for run, _ in runs)
     return 1 if failed else 0
 
 
-def _print_many(args: argparse.Namespace, runs: list[dict], summary: dict) -> None:
-    head = ["source", "time s", "reached", "rounds", "pages moved"]
-    rows = [[str(r["source"]), f"{r['time']:.3f}", f"{r['reached']:,}", str(r["rounds"]),
-             f"{r['pages_transferred']:,}"] for r in runs]
-    if args.validate:
-        head.append("vs scipy")
-        rows = [[*row, r["validation"]] for row, r in zip(rows, runs, strict=True)]
-    rows += [["median", f"{summary['median_time']:.3f}"], ["max", f"{summary['max_time']:.3f}"]]
-    print(f"{args.algorithm} on {args.store}: {len(runs)} sources")
-    widths = [max(len(r[i]) for r in [head, *rows] if i < len(r)) for i in range(len(head))]
-    for row in [head, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip())
+class _Table:
+    """A many-source run's table, a row printed as each source finishes: the columns are
+    as wide as the largest values the graph allows (a wider one shifts its row)."""
+
+    def __init__(self, args: argparse.Namespace, graph, sources: list[int]):
+        self.validate = args.validate
+        head = ["source", "time s", "reached", "rounds", "pages moved"]
+        if args.validate:
+            head.append("vs scipy")
+        widest = [max([len("median"), *(len(str(s)) for s in sources)]), len("999.999"),
+                  len(f"{graph.num_vertices:,}"), len("99999"),
+                  len(f"{99 * graph.num_pages:,}"), len("ok")]
+        self.widths = [max(len(h), w) for h, w in zip(head, widest, strict=False)]
+        print(f"{args.algorithm} on {args.store}: {len(sources)} sources")
+        self.print(head)
+
+    def row(self, run: dict) -> None:
+        self.print([str(run["source"]), f"{run['time']:.3f}", f"{run['reached']:,}",
+                    str(run["rounds"]), f"{run['pages_transferred']:,}",
+                    *([run["validation"]] if self.validate else [])])
+
+    def summary(self, summary: dict) -> None:
+        self.print(["median", f"{summary['median_time']:.3f}"])
+        self.print(["max", f"{summary['max_time']:.3f}"])
+
+    def print(self, cells: list[str]) -> None:
+        print("  ".join(c.ljust(w) for c, w in zip(cells, self.widths, strict=False)).rstrip(),
+              flush=True)
 
 
 def _without_compiling(start: float, compiled_before: float) -> str:

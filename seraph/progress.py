@@ -169,6 +169,13 @@ class _RoundLog(_Rounds):
         super().__init__(label)
         self.phases: dict[str, None] = {}  # the phases of the rounds no line covers yet
 
+    def working(self, phase: str, stats: Any) -> None:
+        super().working(phase, stats)
+        if phase in WHOLE_PHASES:  # it has no rounds to show: its start is shown
+            with self.lock:
+                self.phases[phase] = None
+                self.print(*self.now(), time.perf_counter())
+
     def report(self, ended: bool) -> None:
         rounds, frontier = self.now()
         if ended or rounds > self.printed:
