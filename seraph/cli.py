@@ -19,6 +19,7 @@ from types import FrameType
 from seraph import __version__, progress
 from seraph.algorithms import ALGORITHMS
 from seraph.errors import ConfigError, DeviceWarning, SeraphError
+from seraph.interrupts import called_from_compiled_code, send_again
 from seraph.units import format_size, parse_size
 
 
@@ -706,36 +707,17 @@ _EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """Raises the signal's interrupt, unless numba-compiled code is running ``frame``.
-
-    A kernel's wrapper calls back into Python (numba.core.serialize._numba_unpickle) while
-    it boxes the kernel's results, and does not check that call for an error: an interrupt
-    raised there leaves a NULL in the result the caller unpacks, a segfault. A signal that
-    came while the kernel ran is handled exactly there, so it is sent again instead, to
-    land once the kernel has returned."""
-    if _called_from_compiled_code(frame):
+    """Raises the signal's interrupt, unless numba-compiled code is running ``frame``:
+    there it is sent again, to land once the kernel has returned (see
+    :mod:`seraph.interrupts`: raised there, it would leave a NULL in the result the caller
+    unpacks, a segfault)."""
+    if called_from_compiled_code(frame):
         _send_again(signum)
         return
     raise _INTERRUPTS[signum]
 
 
-def _called_from_compiled_code(frame: FrameType | None) -> bool:
-    serialize = sys.modules.get("numba.core.serialize")
-    if serialize is None:  # numba is not loaded: no kernel has run
-        return False
-    callback = getattr(serialize, "_numba_unpickle", None)
-    while frame is not None and callback is not None:
-        if frame.f_code is callback.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _send_again(signum: int) -> None:
-    """Sends ``signum`` to the main thread a moment from now (to the thread itself, so
-    that a blocking call there is interrupted)."""
-    threading.Timer(0.01, signal.pthread_kill,
-                    (threading.main_thread().ident, signum)).start()
+_send_again = send_again
 
 
 def _interruption(error: BaseException) -> BaseException | None:

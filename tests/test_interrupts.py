@@ -5,16 +5,26 @@ outright leaves its temporaries, and the next run to the same output removes the
 The phase is told from the files the run makes: its spill directory appears before the
 input is read, bucket files while edges are partitioned, and page files while the store
 is written (see seraph.temporaries and partitioner.writer).
+
+Then signals during ``seraph run`` and the API's calls (seraph.interrupts): whatever the
+phase, the run ends within a second of the signal; its phase is told from ``-v``'s lines.
+
+Every child process, and every test here that signals itself, handles SIGINT as an
+interactive shell's command does, whatever the test run inherited: a background job
+(``pytest &``) starts with SIGINT ignored, and a process keeps an ignored signal ignored.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import queue
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,6 +48,20 @@ PHASES = {
 }
 
 
+#: How a test starts seraph: with SIGINT raising KeyboardInterrupt (see the docstring).
+SERAPH = [sys.executable, "-c", "import signal; "
+          "signal.signal(signal.SIGINT, signal.default_int_handler); "
+          "from seraph.cli import entry; entry()"]
+
+
+@pytest.fixture(autouse=True)
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt during the test, as in an interactive shell."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture(scope="module")
 def edge_file(tmp_path_factory) -> Path:
     """A text edge list big enough to take a few seconds."""
@@ -58,8 +82,7 @@ def small_file(edge_file) -> Path:
 
 
 def preprocess_command(edges: Path, output: Path) -> list[str]:
-    return [sys.executable, "-m", "seraph.cli", "preprocess", str(edges), "-o", str(output),
-            *ARGS]
+    return [*SERAPH, "preprocess", str(edges), "-o", str(output), *ARGS]
 
 
 def start(edge_file: Path, folder: Path, env: dict[str, str] | None = None
@@ -327,3 +350,144 @@ def test_a_signal_as_a_temporary_is_made_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt), temporaries.temp_dir(tmp_path / "g.zarr", "spill"):
         raise AssertionError("the block ran")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- seraph run and the API ---------------------------------------------------------------
+#: The graph a run stops in: long enough that every phase below lasts seconds. On the CPU
+#: a weighted grid; on a GPU, which sweeps and pushes a grid in a blink, two rows of 2^21
+#: (a BFS of two million levels, a push round or a dense round each).
+RUN_GRIDS = {"cpu": (2048, 2048), "cuda": (2, 1 << 21)}
+#: A signal must end the run within this many seconds.
+WITHIN_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def long_store(tmp_path_factory, device) -> Path:
+    from partitioner.generators import gap_weights, grid
+    from partitioner.writer import Options, write_store
+
+    rows, cols = RUN_GRIDS[device]
+    path = tmp_path_factory.mktemp("runs") / "grid.zarr"
+    write_store(grid(rows, cols, weights=gap_weights()), path, Options(), command="test")
+    return path
+
+
+#: (phase, arguments that force it, the -v line that shows it under way)
+RUN_PHASES = {
+    "dense sweeps": (["sssp", "--push-alpha", "0", "--schedule", "single"],
+                     r"^round \d+ dense"),
+    "paged sweeps": (["sssp", "--push-alpha", "0", "--gpu-memory", "{three_slots}"],
+                     r"^round \d+ dense"),
+    "push rounds": (["bfs"], r"^rounds? [\d-]+ push"),
+    "delta-stepping": (["sssp"], r"^rounds? [\d-]+ push"),
+    "union-find": (["cc"], r"^union-find"),
+}
+
+
+def lines_of(stream) -> queue.Queue:
+    """The lines of ``stream`` as they come (None at its end)."""
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def start_run(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([*SERAPH, "run", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_line(lines: queue.Queue, pattern: str, seen: list[str]) -> None:
+    """Waits until a line matches ``pattern`` (the first run compiles its kernels)."""
+    deadline = time.monotonic() + 300
+    while True:
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        assert line is not None, f"the run ended before {pattern!r}: {seen}"
+        seen.append(line)
+        if re.search(pattern, line):
+            return
+
+
+def signal_and_time(run: subprocess.Popen, signum: int) -> float:
+    """Sends ``signum``; returns the seconds until the run had ended."""
+    sent = time.monotonic()
+    run.send_signal(signum)
+    try:
+        run.wait(timeout=60)
+    finally:
+        run.kill()
+    return time.monotonic() - sent
+
+
+@pytest.mark.parametrize("phase, signum, code, word", [
+    *((phase, *SIGINT) for phase in RUN_PHASES),
+    ("delta-stepping", *SIGTERM), ("union-find", *SIGTERM)])
+def test_a_signal_ends_a_run_within_a_second(long_store, device, three_slots, phase, signum,
+                                             code, word):
+    if device == "cuda" and phase == "union-find":
+        pytest.skip("the GPU's union-find is a few short launches")
+    args, shown = RUN_PHASES[phase]
+    args = [a.format(three_slots=three_slots(long_store)) for a in args]
+    run = start_run([*args, str(long_store), "--device", device, "-v"])
+    lines, seen = lines_of(run.stderr), []
+    wait_for_line(lines, shown, seen)
+    took = signal_and_time(run, signum)
+    assert run.returncode == code, seen
+    rest = []
+    while (line := lines.get(timeout=10)) is not None:
+        rest.append(line)
+    assert rest[-1] == f"seraph: {word}; no partial output was left behind", rest
+    assert not [line for line in rest[:-1] if not re.search(r"^rounds? |^union-find", line)]
+    assert run.stdout.read() == ""
+    assert took < WITHIN_S, f"{phase}: {took:.2f} s"
+
+
+def test_a_many_source_run_prints_each_row_as_it_finishes_and_stops(long_store, device,
+                                                                    tmp_path):
+    output = tmp_path / "levels.npz"
+    run = start_run(["bfs", str(long_store), "--device", device, "--sources", "0,1,2,3",
+                     "--output", str(output)])
+    rows, seen = lines_of(run.stdout), []
+    wait_for_line(rows, r"^0 +[\d.]+ +[\d,]+ +\d+", seen)  # the first source's row
+    took = signal_and_time(run, signal.SIGINT)
+    assert run.returncode == 130
+    assert seen[0] == f"bfs on {long_store}: 4 sources"
+    assert seen[1].split() == ["source", "time", "s", "reached", "rounds", "pages", "moved"]
+    assert run.stderr.read().splitlines()[-1] == \
+        "seraph: interrupted; no partial output was left behind"
+    assert list(tmp_path.iterdir()) == []
+    assert took < WITHIN_S, f"{took:.2f} s"
+
+
+
+
+def test_an_interrupted_call_raises_within_a_second_and_the_graph_stays_usable(
+        long_store, device):
+    import seraph
+    from seraph.interrupts import STOP
+    from seraph.progress import LIVE
+
+    graph = seraph.open_graph(long_store)
+    LIVE[:] = 0
+    sent = []
+
+    def interrupt_the_push_phase() -> None:
+        while not LIVE[0]:  # its rounds are under way
+            time.sleep(0.001)
+        sent.append(time.monotonic())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    threading.Thread(target=interrupt_the_push_phase, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        seraph.bfs(graph, 0, device=device)
+    took = time.monotonic() - sent[0]
+    assert STOP[0] == 0
+    cols = RUN_GRIDS[device][1]  # from vertex 0 of a full grid: a vertex's row plus column
+    np.testing.assert_array_equal(seraph.bfs(graph, 0, device=device).levels,
+                                  graph.vertex_ids // cols + graph.vertex_ids % cols)
+    assert took < WITHIN_S, f"{took:.2f} s"
