@@ -334,13 +334,13 @@ def test_verbose_run_prints_a_line_per_round(rmat_store, capsys, device, three_s
                  "--gpu-memory", three_slots(rmat_store), "--json", "-v"]) == 0
     out, err = capsys.readouterr()
     stats = json.loads(out)["stats"]
-    lines = re.findall(r"^round (\d+) (dense|push|bottom-up)(?:  frontier [\d,]+)?  "
-                       r"pages moved ([\d,]+)  [\d.]+ s$", err, re.MULTILINE)
-    # One line per dense or bottom-up round; push reports once per batch of push rounds.
-    assert len(lines) >= stats["dense_rounds"] + stats["bottom_up_rounds"]
-    assert sum(kind == "dense" for _, kind, _ in lines) == stats["dense_rounds"]
-    assert int(lines[-1][0]) == stats["rounds"]
-    assert int(lines[-1][2].replace(",", "")) == stats["pages_transferred"]
+    lines = re.findall(r"^rounds? (?:(\d+)-)?(\d+) ((?:dense|push|bottom-up)\+?)+"
+                       r"(?:  frontier [\d,]+)?  pages moved ([\d,]+)  [\d.]+ s$", err,
+                       re.MULTILINE)
+    # Every round on a line, a push phase's too; rounds that end close together share one.
+    covered = [r for first, last, _, _ in lines for r in range(int(first or last), int(last) + 1)]
+    assert covered == list(range(1, stats["rounds"] + 1))
+    assert int(lines[-1][3].replace(",", "")) == stats["pages_transferred"]
 
 
 @pytest.mark.parametrize(("tty", "quiet", "shown"), [(False, False, False), (True, False, True),
@@ -459,3 +459,48 @@ def test_a_renumbered_store_answers_by_input_id(tmp_path, capsys, device, order)
         assert sorted(by_id) == list(range(600))
         assert by_id[7] == (0 if algorithm == "bfs" else min(
             v for v, label in by_id.items() if label == by_id[7]))
+
+
+class Counts:
+    """What the lines read of a run's stats."""
+
+    def __init__(self) -> None:
+        self.rounds = self.pages_transferred = 0
+
+
+def test_verbose_lines_follow_a_push_phase_as_it_goes(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)
+    log, stats = progress._RoundLog(""), Counts()
+    log.working("push", stats)
+    progress.LIVE[:2] = 5, 10  # as the push loop publishes its rounds
+    log.tick()
+    progress.LIVE[:2] = 9, 3
+    log.tick()
+    log.tick()  # nothing new
+    stats.rounds = 12
+    log.done("push", stats, 0)
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 3600.0)
+    for _ in range(2):
+        log.working("dense", stats)
+        stats.rounds += 1
+        log.done("dense", stats, None)
+    log.close()
+    lines = [line.split("  pages")[0] for line in capsys.readouterr().err.splitlines()]
+    assert lines == ["rounds 1-5 push  frontier 10", "rounds 6-9 push  frontier 3",
+                     "rounds 10-12 push  frontier 0", "rounds 13-14 dense"]
+
+
+def test_the_live_line_follows_a_push_phase_as_it_goes(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "LIVE_AFTER_S", 0.0)
+    monkeypatch.setattr(progress, "LIVE_EVERY_S", 0.0)
+    line, stats = progress._LiveLine(""), Counts()
+    stats.rounds = 3
+    line.working("push", stats)
+    progress.LIVE[:2] = 7, 2
+    line.tick()
+    line.working("union-find", stats)
+    line.tick()
+    line.close()
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"\r\033\[Kround 10 push  frontier 2  pages moved 0  [\d.]+ s"
+                        r"\r\033\[Kunion-find  pages moved 0  [\d.]+ s\r\033\[K", err), err

@@ -491,3 +491,65 @@ def test_an_interrupted_call_raises_within_a_second_and_the_graph_stays_usable(
     np.testing.assert_array_equal(seraph.bfs(graph, 0, device=device).levels,
                                   graph.vertex_ids // cols + graph.vertex_ids % cols)
     assert took < WITHIN_S, f"{took:.2f} s"
+
+
+# -- the compiled loops look at the flag ---------------------------------------------------
+CHAIN = 1000
+
+
+def chain() -> tuple[np.ndarray, np.ndarray]:
+    """A path 0 -> 1 -> ... -> CHAIN - 1 (its CSR; with the edges reversed, its CSC)."""
+    return (np.r_[np.arange(CHAIN), CHAIN - 1].astype(np.int64),
+            np.arange(1, CHAIN, dtype=np.int32))
+
+
+@pytest.fixture
+def stop_flag():
+    """The flag a signal sets, set: the compiled loops stop at their first look."""
+    from seraph.interrupts import STOP
+
+    STOP[0] = signal.SIGINT
+    yield STOP
+    STOP[0] = 0
+
+
+@pytest.mark.parametrize("mode", ["rounds", "delta-stepping"])
+def test_push_rounds_stop_after_a_round_and_can_go_on(stop_flag, mode):
+    from seraph.backends.cpu.push import push_until
+    from seraph.semiring import STORED, UNIT, infinity, value_dtype
+
+    weight_mode = UNIT if mode == "rounds" else STORED
+    indptr, indices = chain()
+    weights = np.ones(len(indices), dtype=np.float32)
+    values = np.full(CHAIN, infinity(weight_mode), dtype=value_dtype(weight_mode))
+    values[0] = 0
+    res = push_until(indptr, indices, weights, values, np.array([0]), weight_mode, 1 << 40)
+    assert res.rounds == 1 and list(res.frontier) == [1]
+    stop_flag[0] = 0  # what waits is all it takes to go on
+    push_until(indptr, indices, weights, values, res.frontier, weight_mode, 1 << 40)
+    np.testing.assert_array_equal(values, np.arange(CHAIN))
+
+
+def test_union_find_links_nothing_once_stopped(stop_flag):
+    from seraph.backends.cpu.union_find import components
+
+    indptr, indices = chain()  # each edge one way: linking them joins the path all the same
+    np.testing.assert_array_equal(components(indptr, indices, CHAIN), np.arange(CHAIN))
+    stop_flag[0] = 0
+    assert set(components(indptr, indices, CHAIN)[1:].tolist()) == {0}
+
+
+def test_a_bottom_up_round_pulls_nothing_once_stopped(stop_flag):
+    from seraph.backends.cpu.bottom_up import pull_round, unsettled
+    from seraph.semiring import UNIT, infinity
+
+    indptr, indices = chain()
+    csc_indptr = np.r_[0, np.arange(CHAIN)].astype(np.int64)  # vertex v > 0 has v - 1
+    values = np.full(CHAIN, infinity(UNIT), dtype=np.int32)
+    values[0] = 0
+    stop_flag[0] = 0
+    vertices = unsettled(values, csc_indptr, 0, 1 << 40)
+    stop_flag[0] = signal.SIGINT
+    lowered, _minimum, _edges = pull_round(csc_indptr, indices - 1, None, values, vertices,
+                                           UNIT, infinity(UNIT), 0)
+    assert len(lowered) == 0 and values[1] == infinity(UNIT)
