@@ -797,8 +797,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     """The ``seraph`` command: :func:`main`, then exit with its status. An interrupted run
-    exits at once, its output flushed: the interpreter's own teardown (the compiled
-    kernels' among it) takes about a second more, which a Ctrl-C should not wait for."""
+    exits at once, its output flushed: the interpreter's own teardown, the compiled
+    kernels' among it, takes longer than a Ctrl-C should wait (docs/engine.md)."""
     code = main()
     if code in _EXIT_CODES.values():
         with contextlib.suppress(OSError):
