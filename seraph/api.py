@@ -137,6 +137,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     trace = Trace(enabled=config.trace)
     plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
+    backend_cls.make_room(graph, layout)
     with backend_cls.measuring_memory() as memory:
         backend = backend_cls.create(config, graph, plan.algorithm, layout, table,
                                      initial_state)

@@ -50,7 +50,7 @@ from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.push import default_delta
 from seraph.backends.cpu.union_find import GIANT_SAMPLES, giant_sample, most_common
 from seraph.backends.cuda.kernels import interface
-from seraph.backends.layout import MAX_PUSH_BLOCKS, frontier_capacity
+from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
@@ -253,6 +253,17 @@ class DeviceGraph:
                 uploaded += host.nbytes
         return uploaded
 
+    def keep_only(self, layout: Layout) -> None:
+        """Frees what ``layout``'s run would not read: the pages when they move by slot,
+        the weights when it reads none, SSSP's lightest in-edge bytes when its rule does
+        not use them. Its budget counts only what it reads."""
+        if not layout.resident:
+            self.drop_pages()
+        if not layout.weights:
+            self.weights = None
+        if not layout.lightest:
+            self.lightest = None
+
     def drop_pages(self) -> None:
         """Frees the resident pages: a run that pages needs the room for its slots."""
         self.indices = self.weights = None
@@ -292,6 +303,12 @@ class CudaBackend(HostPush):
         memory.peak = pool.used_bytes()
         with cp.cuda.using_allocator(malloc):
             yield memory
+
+    @classmethod
+    def make_room(cls, graph, layout: Layout) -> None:
+        held = graph.__dict__.get("_engine_cache", {}).get("device")
+        if held is not None:
+            held.keep_only(layout)
 
     @classmethod
     def default_budget(cls, graph) -> int:
@@ -354,6 +371,7 @@ class CudaBackend(HostPush):
         self._host_indices, self._host_weights = indices, weights
         num_slots = graph.num_pages if layout.resident else layout.num_slots
         device_graph = DeviceGraph.of(graph, self.compute_stream)
+        device_graph.keep_only(layout)
         self.indptr, self.page_first = device_graph.indptr, device_graph.page_first
         self._page_last = device_graph.page_last
         with self.compute_stream:
@@ -373,7 +391,6 @@ class CudaBackend(HostPush):
                 # Resident pages sit at their own offsets: they are the whole CSC.
                 self._csc_indices, self._csc_weights = self.slot_indices, self.slot_weights
             else:
-                device_graph.drop_pages()
                 self.slot_indices = cp.empty(max(1, num_slots * pe), dtype=cp.int32)
                 self.slot_weights = cp.empty(max(1, num_slots * pe) if weights is not None
                                              else 1, dtype=cp.float32)
@@ -394,11 +411,8 @@ class CudaBackend(HostPush):
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._no_codes = cp.zeros(1, dtype=cp.uint8)
-            if self.lightest.unit > 0:
-                self._light_codes = device_graph.hold_lightest(self.lightest.codes)
-            else:  # a run that does not read SSSP's bytes leaves them no room
-                device_graph.lightest = None
-                self._light_codes = self._no_codes
+            self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
+                if self.lightest.unit > 0 else self._no_codes
             # select.cu's rule for the changed flags: a flag above 0.
             self._flag_set = {"threshold": 0, "light_codes": self._no_codes, "light_unit": 0}
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
