@@ -114,7 +114,7 @@ def table_scopes(text: str) -> list[tuple[int, list[str]]]:
         if not in_code and HEADING.match(line):
             headings.append(i)
     starts = sorted({0, *headings})
-    ends = dict(zip(starts, [*starts[1:], len(lines)]))
+    ends = dict(zip(starts, [*starts[1:], len(lines)], strict=True))
     scopes = []
     for i in range(1, len(lines)):
         if not (lines[i - 1].startswith("|") and TABLE_RULE.match(lines[i])
