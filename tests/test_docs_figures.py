@@ -100,6 +100,8 @@ def test_the_issue_examples_are_found(name, expected):
 HEADING = re.compile(r"^(#{1,6}) ")
 TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 SCRIPT = re.compile(r"scripts/([\w.-]+)")
+#: A commit as a benchmark doc names it: an id, or "git ID" (an id may be all digits).
+RUN_COMMIT = re.compile(rf"{COMMIT.pattern}|\b(?:git|commit) [0-9a-f]{{7,40}}\b")
 DATE = re.compile(r"(?<!\d)20\d\d-\d\d-\d\d(?!\d)")
 
 
@@ -142,7 +144,7 @@ def provenance_gaps(text: str) -> list[str]:
             continue
         scripts = [s for s in SCRIPT.findall(run) if (ROOT / "scripts" / s).is_file()]
         lacks = [what for what, ok in (("a scripts/ command", scripts),
-                                       ("a commit", COMMIT.search(run))) if not ok]
+                                       ("a commit", RUN_COMMIT.search(run))) if not ok]
         if lacks:
             gaps.append(f"line {line}: its run lacks {', '.join(lacks)}")
     return gaps
