@@ -135,9 +135,12 @@ def table_scopes(text: str) -> list[tuple[int, list[str]]]:
 
 def provenance_gaps(text: str) -> list[str]:
     """Each table's run is told by the nearest of its scopes that gives a date: that text
-    must also name a script under scripts/ that exists, and a commit id."""
+    must also name a script under scripts/ that exists, and a commit id. A section marked
+    ``<!-- quoted: SOURCE -->`` quotes figures measured elsewhere (an issue's targets)."""
     gaps = []
     for line, scopes in table_scopes(text):
+        if "<!-- quoted:" in scopes[0]:
+            continue
         run = next((scope for scope in scopes if DATE.search(scope)), None)
         if run is None:
             gaps.append(f"line {line}: lacks a date")
@@ -160,7 +163,8 @@ def test_a_table_without_provenance_is_found():
     doc = ("# Title\n\nCommand: `python scripts/bench.py --json-out x.json`, at 1a2b3c4, "
            "2026-11-26.\n\n## Kept\n\n| a | b |\n| --- | ---: |\n| 1 | 2 |\n\n"
            "## Probe\n\n### Deeper (2026-11-27)\n\n| a | b |\n|---|---|\n| 3 | 4 |\n\n"
-           "# Other\n\nA probe, not kept (2026-11-26, 1a2b3c4).\n\n| c |\n| --- |\n| 5 |\n")
+           "# Other\n\nA probe, not kept (2026-11-26, 1a2b3c4).\n\n| c |\n| --- |\n| 5 |\n"
+           "\n## Targets\n\n<!-- quoted: issue 21 -->\n\n| d |\n| --- |\n| 6 |\n")
     assert provenance_gaps(doc) == ["line 15: its run lacks a scripts/ command, a commit",
                                     "line 23: its run lacks a scripts/ command"]
 
