@@ -77,7 +77,7 @@ def test_code_notes_quote_no_commits_or_timings():
 
 ISSUE_EXAMPLES = {
     "push.cu": ("#define GUESS_STEPS 3  // with the rest of b93c051's push loop it is back "
-                "at 0.022-0.023 s\nconst char* t = \"0.5 s\";  /* 0xFFFFFFFFu masks */\n"),
+                "at 0.022-0.023 s\nconst char* t = \"0.5 s\";  /* 0x7fffffffu masks */\n"),
     "bottom_up.py": ("LOOK = 64  # a modulo every vertex had kept this loop at 3.5 ms a call\n"
                      "MASK = 0xffffffff\nNAME = 'b93c051 at 3.5 ms'  # float64, sha256\n"),
     "backend.py": ('LEVEL_PUSH_ALPHA = 4.0\n"""uniform-24 BFS took 0.060 s at alpha 20."""\n'),
