@@ -181,8 +181,8 @@ def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
 
     Meyer and Sanders' delta for random weights is Theta(max weight / degree): each bin then
     holds about as many vertices as one round can use, and a vertex is rarely lowered after
-    it was pushed. The constant was measured on a 1024^2 grid, and on R-MAT and uniform
-    graphs of scale 20, with weights 1..255 (docs/engine.md).
+    it was pushed. One constant serves grids and R-MAT and uniform graphs with GAP's
+    weights (docs/engine.md, "Dense and sparse phases").
     """
     m = len(weights)
     if m == 0:
