@@ -42,7 +42,17 @@ import scipy.sparse.csgraph as csgraph
 from numba import njit, prange
 
 from seraph.algorithms.entry import Entry
-from seraph.algorithms.verify import compare
+from seraph.algorithms.verify import (
+    EDGE_CHUNK,
+    compare,
+    id_table,
+    in_edges,
+    input_id,
+    name,
+    pages,
+    row_of,
+    wrong,
+)
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
@@ -188,8 +198,126 @@ def check(graph, labels: np.ndarray, source: int | None = None) -> str | None:
     return compare(graph, labels, lambda: component_labels(graph, reference(graph)))
 
 
+# Why a vertex is wrong: its label differs from an in-neighbour's, is above its own id, or
+# is not the id of a vertex of its component.
+SPLIT, ABOVE_OWN, NOT_IN_COMPONENT = 1, 2, 3
+
+
+def verify(graph, labels: np.ndarray, source: int | None = None,
+           predecessors: np.ndarray | None = None) -> str | None:
+    """None if ``labels`` (input ids) label each vertex by the smallest id of its
+    component, else what is wrong.
+
+    Both ends of every edge carry the same label, so each label's vertices are whole
+    components; no vertex's label is above its own id; and each vertex's component, found
+    by a union-find of its own (:func:`_hook_page`), holds the vertex whose id is its label.
+    So each label's vertices are one component, labelled by one of its ids, the smallest."""
+    n = graph.num_vertices
+    indptr, ids = graph.array("csc/indptr"), id_table(graph)
+    labels = np.ascontiguousarray(labels, np.int64)
+    parent = np.arange(n, dtype=np.int32)
+    bad = np.zeros(n, np.uint8)
+    first, hooked = True, True
+    while hooked:
+        hooked = sum(_hook_page(indptr, start, indices, labels, parent, not graph.symmetric,
+                                first, bad) for start, indices, _ in pages(graph)) > 0
+        first = False
+        _compress(parent)
+    owner = np.full(n, -1, np.int32)
+    _claim_roots(labels, ids, parent, owner)
+    _check_roots(labels, ids, parent, owner, bad)
+    return wrong(graph, bad, lambda v, code: _describe(graph, labels, v, code))
+
+
+@njit(cache=True)
+def _find(parent, vertex):
+    """The vertex's root, halving the path on the way with plain writes: each sets a
+    parent to one of its ancestors, so ``parent[x] <= x`` holds whatever the races."""
+    x = np.int64(vertex)
+    while True:
+        p = parent[x]
+        if p == x:
+            return x
+        g = parent[p]
+        if g != p:
+            parent[x] = g
+        x = g
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _hook_page(indptr, start, indices, labels, parent, both, check_labels, bad):
+    """One page's edges (u, v), each pair once (u < v: a symmetric store holds both
+    directions; every u != v where ``both``): the higher of their roots hooked under the
+    lower with a plain write, and (``check_labels``) both ends' labels compared. Returns
+    how many hooks it made.
+
+    Without atomics a hook may overwrite another made at the same root, so the caller
+    repeats passes until one hooks nothing, and that ends: every write lowers a parent
+    (no cycle, a root never comes back), the earliest hook of a pass always removes a
+    root, and a pass that hooks nothing leaves the trees as they were while it found both
+    ends of every edge in one tree. Every parent ever written joins two vertices of one
+    component, so the trees are then exactly the components."""
+    count, hooks = len(indices), 0
+    for c in prange((count + EDGE_CHUNK - 1) // EDGE_CHUNK):
+        lo = c * EDGE_CHUNK
+        v = row_of(indptr, start + lo)
+        for i in range(lo, min(lo + EDGE_CHUNK, count)):
+            while indptr[v + 1] <= start + i:
+                v += 1
+            u = indices[i]
+            if check_labels and labels[u] != labels[v]:
+                bad[v] = SPLIT
+            if u < v or (both and u != v):
+                ru, rv = _find(parent, u), _find(parent, v)
+                if ru != rv:
+                    hooks += 1
+                    if ru < rv:
+                        parent[rv] = ru
+                    else:
+                        parent[ru] = rv
+    return hooks
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _compress(parent):
+    for v in prange(len(parent)):
+        parent[v] = _find(parent, v)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _claim_roots(labels, ids, parent, owner):
+    """``owner[root]``: a vertex of the root's component whose label is its own id."""
+    for v in prange(len(labels)):
+        if labels[v] == input_id(ids, v):
+            owner[_find(parent, v)] = v
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _check_roots(labels, ids, parent, owner, bad):
+    """Each vertex's label is no more than its own id and is the id of a vertex of its
+    component (:func:`_claim_roots`)."""
+    for v in prange(len(labels)):
+        held = owner[_find(parent, v)]
+        if bad[v] != 0:
+            continue  # its edge check said why already
+        if labels[v] > input_id(ids, v):
+            bad[v] = ABOVE_OWN
+        elif held < 0 or labels[v] != input_id(ids, held):
+            bad[v] = NOT_IN_COMPONENT
+
+
+def _describe(graph, labels: np.ndarray, v: int, code: int) -> str:
+    if code == SPLIT:
+        src, _ = in_edges(graph, v)
+        u = int(src[np.flatnonzero(labels[src] != labels[v])[0]])
+        return f"has label {labels[v]} but its neighbour {name(graph, u)} has {labels[u]}"
+    if code == ABOVE_OWN:
+        return f"has label {labels[v]}, above its own id"
+    return f"has label {labels[v]}, the id of no vertex of its component"
+
+
 def summary(labels: np.ndarray) -> str:
     return f"{len(np.unique(labels)):,} components"
 
 
-ENTRY = Entry(SPEC, connected_components, CCResult, reference, check, summary)
+ENTRY = Entry(SPEC, connected_components, CCResult, reference, check, verify, summary)
