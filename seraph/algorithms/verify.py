@@ -178,6 +178,8 @@ def _path_vertices(values, unreached, source, preds, grounded, level, pred_groun
     pending = 0
     for v in prange(len(values)):
         named = preds is not None and preds[v] != -1
+        if bad[v] != 0:
+            continue  # its in-edges said why already
         if v == source:
             if values[v] != 0:
                 bad[v] = SOURCE
