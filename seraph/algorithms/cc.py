@@ -201,6 +201,11 @@ def check(graph, labels: np.ndarray, source: int | None = None) -> str | None:
 # Why a vertex is wrong: its label differs from an in-neighbour's, is above its own id, or
 # is not the id of a vertex of its component.
 SPLIT, ABOVE_OWN, NOT_IN_COMPONENT = 1, 2, 3
+#: In-edges a vertex hooks before the full pass (Afforest's neighbour rounds).
+SAMPLED = 2
+#: Edges across two trees a task of the full pass keeps for joining; more send the check
+#: round once more.
+ROOM = 256
 
 
 def verify(graph, labels: np.ndarray, source: int | None = None,
@@ -210,19 +215,37 @@ def verify(graph, labels: np.ndarray, source: int | None = None,
 
     Both ends of every edge carry the same label, so each label's vertices are whole
     components; no vertex's label is above its own id; and each vertex's component, found
-    by a union-find of its own (:func:`_hook_page`), holds the vertex whose id is its label.
-    So each label's vertices are one component, labelled by one of its ids, the smallest."""
+    by a union-find of its own, holds the vertex whose id is its label. So each label's
+    vertices are one component, labelled by one of its ids, the smallest.
+
+    The union-find: each vertex's first in-edges hooked in parallel with plain writes
+    (:func:`_hook_first`; a write lost to a race only leaves two trees apart), then a pass
+    over every edge, reading the trees only, keeps the edges whose ends lie in two trees
+    and joins them after each page on one thread (:func:`_join`). Every link ever written
+    joins two vertices of one component, so when that pass kept every such edge it found
+    (a task had room for them all), every edge's ends share a tree and the trees are the
+    components; else the pass runs again, having joined at least one pair of trees."""
     n = graph.num_vertices
     indptr, ids = graph.array("csc/indptr"), id_table(graph)
     labels = np.ascontiguousarray(labels, np.int64)
     parent = np.arange(n, dtype=np.int32)
     bad = np.zeros(n, np.uint8)
-    first, hooked = True, True
-    while hooked:
-        hooked = sum(_hook_page(indptr, start, indices, labels, parent, not graph.symmetric,
-                                first, bad) for start, indices, _ in pages(graph)) > 0
-        first = False
-        _compress(parent)
+    first_vertex, last_vertex = graph.page_first_vertex, graph.page_last_vertex
+    for start, indices, _ in pages(graph):
+        page = start // graph.page_edges
+        _hook_first(indptr, start, indices, first_vertex[page], last_vertex[page], parent)
+    _compress(parent)
+    tasks = -(-graph.page_edges // EDGE_CHUNK)
+    found, counts = np.empty((tasks, ROOM, 2), np.int32), np.zeros(tasks, np.int64)
+    check_labels, missed = True, True
+    while missed:
+        missed = False
+        for start, indices, _ in pages(graph):
+            _find_apart(indptr, start, indices, labels, parent, not graph.symmetric,
+                        check_labels, bad, found, counts)
+            missed |= _join(parent, found, counts[:-(-len(indices) // EDGE_CHUNK)])
+        check_labels = False
+    _compress(parent)
     owner = np.full(n, -1, np.int32)
     _claim_roots(labels, ids, parent, owner)
     _check_roots(labels, ids, parent, owner, bad)
@@ -244,22 +267,39 @@ def _find(parent, vertex):
         x = g
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def _hook_page(indptr, start, indices, labels, parent, both, check_labels, bad):
-    """One page's edges (u, v), each pair once (u < v: a symmetric store holds both
-    directions; every u != v where ``both``): the higher of their roots hooked under the
-    lower with a plain write, and (``check_labels``) both ends' labels compared. Returns
-    how many hooks it made.
+@njit(cache=True)
+def _union(parent, u, v):
+    """Hooks the higher of u's and v's roots under the lower (so ``parent[x] <= x``)."""
+    if parent[u] == parent[v]:  # after a compression, most edges' ends: one read
+        return
+    ru, rv = _find(parent, u), _find(parent, v)
+    if ru < rv:
+        parent[rv] = ru
+    elif rv < ru:
+        parent[ru] = rv
 
-    Without atomics a hook may overwrite another made at the same root, so the caller
-    repeats passes until one hooks nothing, and that ends: every write lowers a parent
-    (no cycle, a root never comes back), the earliest hook of a pass always removes a
-    root, and a pass that hooks nothing leaves the trees as they were while it found both
-    ends of every edge in one tree. Every parent ever written joins two vertices of one
-    component, so the trees are then exactly the components."""
-    count, hooks = len(indices), 0
+
+@njit(parallel=True, nogil=True, cache=True)
+def _hook_first(indptr, start, indices, first, last, parent):
+    """The page's part of each vertex's first :data:`SAMPLED` in-edges, hooked in
+    parallel: as in Afforest, these few edges join most of a large component, so that the
+    full pass after them finds few edges across two trees."""
+    end = start + len(indices)
+    for v in prange(first, last + 1):
+        for i in range(max(indptr[v], start), min(indptr[v] + SAMPLED, indptr[v + 1], end)):
+            _union(parent, indices[i - start], v)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad, found,
+                counts):
+    """One page's edges (u, v), each pair once (u < v: a symmetric store holds both
+    directions; every u != v where ``both``): task c keeps the first :data:`ROOM` whose
+    ends lie in two trees in ``found[c]`` and counts them all in ``counts[c]``; with
+    ``check_labels``, a vertex whose label differs from an in-neighbour's is marked."""
+    count = len(indices)
     for c in prange((count + EDGE_CHUNK - 1) // EDGE_CHUNK):
-        lo = c * EDGE_CHUNK
+        lo, kept = c * EDGE_CHUNK, 0
         v = row_of(indptr, start + lo)
         for i in range(lo, min(lo + EDGE_CHUNK, count)):
             while indptr[v + 1] <= start + i:
@@ -267,15 +307,22 @@ def _hook_page(indptr, start, indices, labels, parent, both, check_labels, bad):
             u = indices[i]
             if check_labels and labels[u] != labels[v]:
                 bad[v] = SPLIT
-            if u < v or (both and u != v):
-                ru, rv = _find(parent, u), _find(parent, v)
-                if ru != rv:
-                    hooks += 1
-                    if ru < rv:
-                        parent[rv] = ru
-                    else:
-                        parent[ru] = rv
-    return hooks
+            if ((u < v or (both and u != v)) and parent[u] != parent[v]
+                    and _find(parent, u) != _find(parent, v)):
+                if kept < ROOM:
+                    found[c, kept, 0], found[c, kept, 1] = u, v
+                kept += 1
+        counts[c] = kept
+
+
+@njit(nogil=True, cache=True)
+def _join(parent, found, counts):
+    """Joins the trees of the edges :func:`_find_apart` kept, one at a time; returns
+    whether a task found more than it kept."""
+    for c in range(len(counts)):
+        for k in range(min(counts[c], ROOM)):
+            _union(parent, found[c, k, 0], found[c, k, 1])
+    return bool((counts > ROOM).any())
 
 
 @njit(parallel=True, nogil=True, cache=True)
