@@ -76,7 +76,7 @@ def check_engine_answers(graph: seraph.Graph, device: str, source: int = 0) -> N
         assert verify(graph, name, result.values, s, preds) is None, name
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(graph=graphs(), pick=st.integers(0, 10**6))
 def test_the_engine_answers_pass(device, graph, pick):
     check_engine_answers(graph, device, pick % graph.num_vertices)

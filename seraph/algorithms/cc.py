@@ -50,6 +50,7 @@ from seraph.algorithms.verify import (
     input_id,
     name,
     pages,
+    row_from,
     row_of,
     wrong,
 )
@@ -302,8 +303,7 @@ def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad,
         lo, kept = c * EDGE_CHUNK, 0
         v = row_of(indptr, start + lo)
         for i in range(lo, min(lo + EDGE_CHUNK, count)):
-            while indptr[v + 1] <= start + i:
-                v += 1
+            v = row_from(indptr, v, start + i)
             u = indices[i]
             if check_labels and labels[u] != labels[v]:
                 bad[v] = SPLIT

@@ -88,6 +88,15 @@ def row_of(indptr, edge):
     return np.searchsorted(indptr, edge, side="right") - 1
 
 
+@njit(cache=True)
+def row_from(indptr, v, edge):
+    """The vertex whose in-edges hold ``edge``, vertex ``v``'s or a later one's: a task
+    walks its edges in order, the row with them."""
+    while indptr[v + 1] <= edge:
+        v += 1
+    return v
+
+
 @njit(inline="always", cache=True)
 def input_id(ids, v):
     """Vertex ``v``'s input id: ``ids[v]``, or ``v`` itself where ``ids`` is empty (a store
@@ -144,8 +153,7 @@ def _path_edges(indptr, start, indices, weights, values, unreached, preds, ids, 
         lo = c * EDGE_CHUNK
         v = row_of(indptr, start + lo)
         for i in range(lo, min(lo + EDGE_CHUNK, count)):
-            while indptr[v + 1] <= start + i:
-                v += 1
+            v = row_from(indptr, v, start + i)
             u = indices[i]
             du = values[u]
             if du == unreached:
@@ -213,8 +221,7 @@ def _path_spread(indptr, start, indices, weights, values, preds, ids, grounded,
         lo = c * EDGE_CHUNK
         v = row_of(indptr, start + lo)
         for i in range(lo, min(lo + EDGE_CHUNK, count)):
-            while indptr[v + 1] <= start + i:
-                v += 1
+            v = row_from(indptr, v, start + i)
             if grounded[v] and (preds is None or pred_grounded[v]):
                 continue
             u = indices[i]
