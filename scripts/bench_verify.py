@@ -13,7 +13,7 @@ freshly opened graph whose pages are read from their chunk files (what ``seraph 
 memory (what it does after a CPU run). Each verdict must be "right". With
 ``--predecessors`` BFS and SSSP also return and check predecessors (deriving them is a
 serial walk: slow at this size). Compiling is left out: every verifier first checks a
-tiny graph.
+tiny graph's answer.
 """
 
 from __future__ import annotations
@@ -44,17 +44,19 @@ def store_of(args, work: Path) -> Path:
     return path
 
 
-def compile_verifiers(predecessors: bool) -> None:
-    """Every verifier once on a tiny graph, so that no timing below compiles."""
+def compile_verifier(alg: str, result) -> None:
+    """The algorithm's verifier once on a tiny graph and an answer of ``result``'s types,
+    so that no timing below compiles (scipy's answer: no engine kernel compiles either)."""
     import seraph
+    from seraph.algorithms import get
     from seraph.validate import verify
 
     tiny = seraph.Graph.from_edges(np.array([0, 1]), np.array([1, 2]),
                                    np.ones(2, np.float32), symmetrize=True, page_edges=2)
-    for alg, entry in seraph.algorithms.ALGORITHMS.items():
-        res = seraph.run(tiny, alg, entry.source_for(0), device="cpu",
-                         **({"predecessors": predecessors} if entry.needs_source else {}))
-        verify(tiny, alg, res.values, entry.source_for(0), getattr(res, "predecessors", None))
+    source = get(alg).source_for(0)
+    values = get(alg).reference(tiny, source).astype(result.values.dtype)
+    preds = None if getattr(result, "predecessors", None) is None else np.full(3, -1)
+    verify(tiny, alg, values, source, preds)
 
 
 def time_verifier(store: Path, alg: str, result, source: int | None, held: bool,
@@ -78,20 +80,21 @@ def time_verifier(store: Path, alg: str, result, source: int | None, held: bool,
 
 def run(args, work: Path) -> dict:
     import seraph
+    from seraph.algorithms import ALGORITHMS
 
     store = store_of(args, work)
-    compile_verifiers(args.predecessors)
     graph = seraph.open_graph(store)
     hub = int(np.argmax(graph.out_degrees()))
     desc = {"store": str(store), "num_vertices": graph.num_vertices,
             "num_edges": graph.num_edges, "num_pages": graph.num_pages,
             "page_edges": graph.page_edges, "hub": hub}
     rows = []
-    for alg, entry in seraph.algorithms.ALGORITHMS.items():
+    for alg, entry in ALGORITHMS.items():
         source = entry.source_for(hub)
         options = {"predecessors": args.predecessors} if entry.needs_source else {}
         result = seraph.run(graph, alg, None if source is None else int(graph.vertex_ids[hub]),
                             device=args.device, **options)
+        compile_verifier(alg, result)
         row = {"algorithm": alg, "call_time": result.stats.call_time,
                "predecessors": getattr(result, "predecessors", None) is not None}
         for where, held in (("store", False), ("held", True)):

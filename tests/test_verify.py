@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import seraph
-from seraph.algorithms import bfs, cc, get, sssp
+from seraph.algorithms import ALGORITHMS, bfs, cc, get, sssp
 from seraph.validate import check, verify
 
 #: Weights whose float32 sums are exact (so scipy's float64 answer is the engine's), zero
@@ -64,7 +64,7 @@ SHAPES = {
 def check_engine_answers(graph: seraph.Graph, device: str, source: int = 0) -> None:
     """Every algorithm the graph allows, from store vertex ``source``: the engine's answer
     equals scipy's and passes its verifier, predecessors included."""
-    for name, entry in seraph.algorithms.ALGORITHMS.items():
+    for name, entry in ALGORITHMS.items():
         if (name == "cc" and not graph.symmetric) or (name == "sssp" and not graph.weighted):
             continue
         s = entry.source_for(source)
