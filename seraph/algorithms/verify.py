@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 #: Larger graphs are not compared with scipy: it would need several times their size in RAM.
-MAX_VALIDATE_EDGES = 200_000_000
+MAX_SCIPY_EDGES = 200_000_000
 #: Edges a parallel task of a page's check takes: a hub's long row is shared out too.
 EDGE_CHUNK = 1 << 15
 
@@ -33,7 +33,7 @@ def compare(graph, values: np.ndarray, expected: Callable[[], np.ndarray],
     """None if ``values`` equal ``expected()`` (scipy's answer, computed only for a graph
     small enough), else what differs. ``close``: float32 sums against scipy's float64,
     equal to a relative 1e-5 (infinities equal)."""
-    if graph.num_edges > MAX_VALIDATE_EDGES:
+    if graph.num_edges > MAX_SCIPY_EDGES:
         return f"graph too large to compare with scipy ({graph.num_edges} edges)"
     expect = expected()
     if close:
