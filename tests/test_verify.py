@@ -227,7 +227,11 @@ def test_a_split_component_is_rejected(road):
     v = int(np.flatnonzero(labels != road.vertex_ids)[0])  # not its component's smallest
     split = labels.copy()
     split[v] = road.vertex_ids[v]
-    assert "but its neighbour" in cc.verify(road, split)
+    verdict = cc.verify(road, split)  # its edges, and which vertex owns the component
+    assert verdict is not None and "vertices wrong; first: vertex" in verdict
+    chain = build(3, [0, 1], [1, 2], page_edges=1)
+    assert cc.verify(chain, np.array([0, 0, 1])) == (
+        "1 of 3 vertices wrong; first: vertex 2 has label 1 but its neighbour 1 has 0")
 
 
 def test_a_label_not_the_smallest_id_is_rejected(road):

@@ -297,7 +297,7 @@ def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad,
     """One page's edges (u, v), each pair once (u < v: a symmetric store holds both
     directions; every u != v where ``both``): task c keeps the first :data:`ROOM` whose
     ends lie in two trees in ``found[c]`` and counts them all in ``counts[c]``; with
-    ``check_labels``, a vertex whose label differs from an in-neighbour's is marked."""
+    ``check_labels``, the larger end of an edge whose ends' labels differ is marked."""
     count = len(indices)
     for c in prange((count + EDGE_CHUNK - 1) // EDGE_CHUNK):
         lo, kept = c * EDGE_CHUNK, 0
@@ -305,10 +305,11 @@ def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad,
         for i in range(lo, min(lo + EDGE_CHUNK, count)):
             v = row_from(indptr, v, start + i)
             u = indices[i]
+            if not (u < v or (both and u != v)):
+                continue
             if check_labels and labels[u] != labels[v]:
                 bad[v] = SPLIT
-            if ((u < v or (both and u != v)) and parent[u] != parent[v]
-                    and _find(parent, u) != _find(parent, v)):
+            if parent[u] != parent[v] and _find(parent, u) != _find(parent, v):
                 if kept < ROOM:
                     found[c, kept, 0], found[c, kept, 1] = u, v
                 kept += 1
