@@ -30,7 +30,7 @@ import platform
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -540,7 +540,7 @@ class StoreSink(Sink):
         # Arrays are created with the pre-deduplication edge count; shrink to the real one.
         for name, arr in self.arrays.items():
             if name.startswith(prefix + "/"):
-                arr.resize((num_edges,))
+                self.writer.resize(arr, num_edges)
 
     def write_array(self, name: str, data: np.ndarray) -> None:
         self.writer.write_array(name, data)
@@ -758,7 +758,6 @@ def write_store(source: EdgeSource, output: str | os.PathLike, options: Options 
             with StoreWriter(output, attrs, force=force) as writer:
                 attrs.source["command"] = command or " ".join(sys.argv)
                 _emit(StoreSink(writer), attrs, ids, by_source, options)
-                writer.group.attrs.update(asdict(attrs))
                 path = writer.commit(replace=force)
     except OSError as e:
         if e.errno == errno.ENOSPC:

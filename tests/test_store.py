@@ -12,8 +12,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -239,13 +237,6 @@ def test_commit_refuses_an_output_that_appeared(tmp_path, good):
     assert leftovers(tmp_path) == []
 
 
-def dead_pid() -> int:
-    """The id of a process that has ended."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
 def marked_dir(path: Path, host: str, pid: int) -> Path:
     path.mkdir()
     (path / temporaries.MARKER).write_text(json.dumps({"host": host, "pid": pid}))
@@ -256,25 +247,42 @@ def marked_dir(path: Path, host: str, pid: int) -> Path:
 def test_leftovers_of_a_killed_run_are_removed_and_nothing_else(tmp_path, monkeypatch,
                                                                 capsys):
     monkeypatch.setattr(progress, "_verbosity", 1)
-    here, dead = socket.gethostname(), dead_pid()
-    spill = marked_dir(tmp_path / f".g.zarr.spill-{dead}-0123abcd", here, dead)
+    here, pid = socket.gethostname(), os.getpid()  # a live process, but none holds a lock
+    spill = marked_dir(tmp_path / f".g.zarr.spill-{pid}-0123abcd", here, pid)
     # a store renamed aside by a commit, and one built to the end: neither has a marker
-    old = make_store(tmp_path / "old.zarr").rename(tmp_path / f"g.zarr.old-{dead}-89abcdef")
-    built = make_store(tmp_path / "tmp.zarr").rename(tmp_path / f"g.zarr.tmp-{dead}-01234567")
-    empty = tmp_path / f"g.zarr.tmp-{dead}-fedcba98"
+    old = make_store(tmp_path / "old.zarr").rename(tmp_path / f"g.zarr.old-{pid}-89abcdef")
+    built = make_store(tmp_path / "tmp.zarr").rename(tmp_path / f"g.zarr.tmp-{pid}-01234567")
+    empty = tmp_path / f"g.zarr.tmp-{pid}-fedcba98"
     empty.mkdir()
-    kept = [marked_dir(tmp_path / f"g.zarr.tmp-{os.getpid()}-11111111", here, os.getpid()),
-            marked_dir(tmp_path / f"g.zarr.tmp-{dead}-22222222", "another-host", dead),
-            marked_dir(tmp_path / f"h.zarr.tmp-{dead}-33333333", here, dead),
-            user_folder(tmp_path).rename(tmp_path / f"g.zarr.tmp-{dead}-44444444")]
-    make_store(tmp_path / "g.zarr")
+    # a store whose run was killed before its attributes or marker were written
+    bare = tmp_path / f"g.zarr.tmp-{pid}-abcdef01"
+    zarr.open_group(bare, mode="w")
+    cut_short = marked_dir(tmp_path / f"g.zarr.tmp-{pid}-abcdef02", here, pid)
+    (cut_short / temporaries.MARKER).write_text('{"host": ')
+    live = temporaries.make_temp_dir(tmp_path / "g.zarr", "tmp")  # locked by this process
+    kept = [live, marked_dir(tmp_path / f"g.zarr.tmp-{pid}-22222222", "another-host", pid),
+            marked_dir(tmp_path / f"h.zarr.tmp-{pid}-33333333", here, pid),
+            marked_dir(tmp_path / f"g.zarr.tmp-{pid}-4444444", here, pid),  # not our name
+            user_folder(tmp_path).rename(tmp_path / f"g.zarr.tmp-{pid}-44444444")]
+    try:
+        make_store(tmp_path / "g.zarr")
+    finally:
+        temporaries.release(live)
     assert Store(tmp_path / "g.zarr").attrs.num_edges == len(SRC)
-    assert not any(p.exists() for p in (spill, old, built, empty))
+    assert not any(p.exists() for p in (spill, old, built, empty, bare, cut_short))
     assert all(p.exists() for p in kept)
     assert (kept[-1] / "keep.txt").read_text() == "the user's notes"
     err = capsys.readouterr().err.strip()
     assert err.startswith("removed what an interrupted earlier run left: ") and "\n" not in err
-    assert spill.name in err and built.name in err
+    assert spill.name in err and built.name in err and bare.name in err
+
+
+def test_a_temporary_is_locked_while_it_lives(tmp_path):
+    spill = temporaries.make_temp_dir(tmp_path / "g.zarr", "spill")
+    assert temporaries.remove_leftovers(tmp_path / "g.zarr") == []
+    temporaries.release(spill)  # as a killed process's locks go with it
+    assert temporaries.remove_leftovers(tmp_path / "g.zarr") == [spill]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_second_interrupt_waits_for_the_cleanup(tmp_path):
