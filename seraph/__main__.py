@@ -1,6 +1,11 @@
-"""The ``seraph`` command (and ``python -m seraph``): the CLI of :mod:`seraph.cli`, whose
-modules take a second or more to load. A signal that comes meanwhile ends the command with
-one line, as it does once the CLI runs, rather than a traceback."""
+"""The ``seraph`` command (and ``python -m seraph``): the CLI of :mod:`seraph.cli`.
+
+A signal that comes while the CLI's modules load (a second or more) ends the command with
+one line, as it does once the CLI runs, rather than a traceback. Once the CLI returns, the
+command has said how it ended, and the exit status says the same: SIGINT and SIGTERM are
+ignored while the interpreter shuts down (most of a second, after a preprocess), where
+they would end the process by the signal instead.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +36,11 @@ def main() -> int:
     finally:
         if ours:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return cli()
+    try:
+        return cli()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 if __name__ == "__main__":
