@@ -105,10 +105,14 @@ def _finish_once_committed() -> None:
     from seraph import temporaries
 
     committed = temporaries.commits()
+
+    def interrupt_until_committed(signum: int, frame: FrameType | None) -> None:
+        if temporaries.commits() == committed:
+            _raise_interrupt(signum, frame)
+
     for signum in _INTERRUPTS:
         if signal.getsignal(signum) is _raise_interrupt:  # set by main(), which restores it
-            signal.signal(signum, lambda signum, frame: None if temporaries.commits() >
-                          committed else _raise_interrupt(signum, frame))
+            signal.signal(signum, interrupt_until_committed)
 
 
 def _print_summary(path) -> None:

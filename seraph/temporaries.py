@@ -294,7 +294,7 @@ def remove_leftovers(dest: Path) -> list[Path]:
             continue
         try:
             lock = _lock(path)
-        except FileNotFoundError:  # removed meanwhile, by its run or another cleanup
+        except OSError:  # removed meanwhile (by its run or another cleanup), or not ours to open
             continue
         if lock is None:
             continue
