@@ -35,7 +35,8 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="the store to write (a directory)")
     p.add_argument("--symmetrize", action="store_true", help="add the reverse of every edge")
     p.add_argument("--page-edges", type=int, default=DEFAULT_PAGE_EDGES,
-                   help="edges per page, a power of two (default: 2^22)")
+                   help="edges per page, a power of two (default: 2^22); a graph with "
+                        "fewer edges gets one page of its own size")
     p.add_argument("--memory", default=None,
                    help="host memory budget for partitioning, e.g. 4GiB (default: a quarter "
                         "of the RAM)")
@@ -55,6 +56,7 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
 def cmd_preprocess(args: argparse.Namespace) -> int:
     from partitioner.preprocess import preprocess
 
+    _finish_once_committed()
     path = preprocess(args.input, args.output, format=args.format, weights=args.weights,
                       symmetrize=args.symmetrize, keep_duplicates=args.keep_duplicates,
                       keep_self_loops=args.keep_self_loops, page_edges=args.page_edges,
@@ -83,6 +85,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                       keep_duplicates=args.keep_duplicates, keep_self_loops=args.keep_self_loops,
                       page_edges=args.page_edges,
                       memory=_memory(args), compress=args.compress, order=args.order)
+    _finish_once_committed()
     path = write_store(source, args.output, options, force=args.force,
                        command=args.command_line)
     _print_summary(path)
@@ -93,14 +96,32 @@ def _memory(args: argparse.Namespace) -> int | None:
     return None if args.memory is None else parse_size(args.memory, "--memory")
 
 
-def _print_summary(path) -> None:
-    from partitioner.preprocess import store_info
+def _finish_once_committed() -> None:
+    """From the moment its store is renamed into place, a signal no longer stops the
+    command: the store is whole, and what is left is to say so and exit 0. Before, the
+    signal stops it as ever, and nothing is left. (main() restores its handlers.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    from seraph import temporaries
 
-    info = store_info(path)
-    progress.note(f"wrote {path}: {info['num_vertices']:,} vertices, {info['num_edges']:,} "
-                  f"edges in {info['num_pages']} pages; removed "
-                  f"{info['self_loops_removed']:,} self-loops and "
-                  f"{info['duplicates_removed']:,} duplicates")
+    committed = temporaries.commits()
+
+    def interrupt_until_committed(signum: int, frame: FrameType | None) -> None:
+        if temporaries.commits() == committed:
+            _raise_interrupt(signum, frame)
+
+    for signum in _INTERRUPTS:
+        if signal.getsignal(signum) is _raise_interrupt:  # set by main(), which restores it
+            signal.signal(signum, interrupt_until_committed)
+
+
+def _print_summary(path) -> None:
+    from seraph.store import Store
+
+    a = Store(path).attrs
+    progress.note(f"wrote {path}: {a.num_vertices:,} vertices, {a.num_edges:,} edges in "
+                  f"{a.num_pages} pages; removed {a.self_loops_removed:,} self-loops and "
+                  f"{a.duplicates_removed:,} duplicates")
 
 
 def cmd_info(args: argparse.Namespace) -> int:

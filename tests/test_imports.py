@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE = {"seraph", "seraph.errors", "seraph.numba_cache", "seraph.progress", "seraph.store",
         "seraph.temporaries", "seraph.units", "seraph.version"}
 #: Above the engine: the algorithms and what drives them by name.
-ABOVE_ENGINE = ("seraph.algorithms", "seraph.cli", "seraph.validate")
+ABOVE_ENGINE = ("seraph.__main__", "seraph.algorithms", "seraph.cli", "seraph.validate")
 
 
 def module_name(path: Path) -> str:
