@@ -4,8 +4,8 @@ Real road networks and meshes come with ids in no useful order, so a BFS or SSSP
 them touches a new cache line for nearly every edge. Numbering the vertices in reverse
 Cuthill-McKee order (Cuthill and McKee 1969; George 1971), a BFS order from a
 peripheral vertex, puts each vertex's neighbours at nearby ids: on a road-like
-1024 x 1024 grid with shuffled ids the CPU push loop of a BFS runs 2x faster
-(docs/benchmarks/cpu-vs-scipy.md). The order comes from scipy
+grid with shuffled ids the CPU push loop of a BFS runs faster
+(docs/benchmarks/orders-cpu.md). The order comes from scipy
 (``scipy.sparse.csgraph.reverse_cuthill_mckee``).
 
 Power-law graphs (R-MAT, social and web graphs) come with their hubs at random ids.

@@ -30,7 +30,7 @@ import platform
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +51,8 @@ from seraph.errors import InputError, StoreError
 from seraph.store import StoreAttrs, StoreWriter
 
 DEFAULT_PAGE_EDGES = 1 << 22
+#: The smallest page a graph smaller than its requested page gets: 4 KiB of indices.
+MIN_PAGE_EDGES = 1 << 10
 MAX_VERTICES = (1 << 31) - 1  # csc/indices is int32
 _INT32_MAX = np.iinfo(np.int32).max
 #: Most buckets per sweep; more would mean many small appends to many files.
@@ -540,7 +542,7 @@ class StoreSink(Sink):
         # Arrays are created with the pre-deduplication edge count; shrink to the real one.
         for name, arr in self.arrays.items():
             if name.startswith(prefix + "/"):
-                arr.resize((num_edges,))
+                self.writer.resize(arr, num_edges)
 
     def write_array(self, name: str, data: np.ndarray) -> None:
         self.writer.write_array(name, data)
@@ -607,6 +609,13 @@ def _sweep(buckets: Buckets, budget: int, desc: str, *, dedup: bool = False,
     return indptr, duplicates
 
 
+def fitted_page_edges(requested: int, edges: int) -> int:
+    """The page size of a graph of at most ``edges`` edges: ``requested``, or the power of
+    two that holds them all where that is smaller (and no smaller than MIN_PAGE_EDGES), so
+    that a small graph's one page is not mostly padding (docs/store.md)."""
+    return min(requested, max(MIN_PAGE_EDGES, 1 << max(0, edges - 1).bit_length()))
+
+
 def page_bounds(indptr: np.ndarray, num_edges: int, page_edges: int) -> tuple[np.ndarray,
                                                                                np.ndarray]:
     """First and last destination vertex of every page."""
@@ -622,7 +631,8 @@ def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
     """Pass 3: the sweeps into pages, then the per-vertex and per-page arrays; fills
     ``attrs``."""
     budget = options.budget()
-    pe, upper = attrs.page_edges, by_source.num_edges
+    upper = by_source.num_edges
+    attrs.page_edges = pe = fitted_page_edges(attrs.page_edges, upper)
     by_destination = by_source.like("by-destination")
     _sweep(by_source, budget, "ordering by source", then=by_destination)
 
@@ -758,7 +768,6 @@ def write_store(source: EdgeSource, output: str | os.PathLike, options: Options 
             with StoreWriter(output, attrs, force=force) as writer:
                 attrs.source["command"] = command or " ".join(sys.argv)
                 _emit(StoreSink(writer), attrs, ids, by_source, options)
-                writer.group.attrs.update(asdict(attrs))
                 path = writer.commit(replace=force)
     except OSError as e:
         if e.errno == errno.ENOSPC:

@@ -285,7 +285,7 @@ def measure_bandwidth(device: str, nbytes: int, repeat: int) -> dict:
 def zero_copy_read(pinned: np.ndarray, repeat: int, stream) -> float:
     """Bytes per second at which a kernel reads pinned host memory in place, in aligned
     128-byte warp loads (scripts/zero_copy_read.cu): the rate of the bottom-up rounds,
-    which read the host's CSC so. It differs between hosts more than copies do: one H100
+    which read the host's CSC so. It differs between hosts more than copies do: one
     host read the CSC at half the rate of another, at the same copy rate
     (docs/benchmarks/engine-gpu-slow-zero-copy-host.md)."""
     import cupy as cp

@@ -9,9 +9,11 @@ BFS, CC and SSSP through the public call from ``--sources`` random non-isolated 
 (seed 0, input ids: every order of a graph draws the same ones), the orders alternated
 source by source, each source ``--repeat`` times with the fastest kept. On the CPU
 everything is resident; on cuda each call gets the matrix's budget, the vertex state plus
-``--budget-fraction`` of the algorithm's pages. Every answer is checked, by input id,
-against the first order's. Graphs: R-MAT and uniform of 2^``--scale`` vertices (edge
-factor 16) and the road-like ``--side`` grid with shuffled ids, GAP weights.
+``--budget-fraction`` of the algorithm's pages. Every call's answer is checked by its
+algorithm's verifier (outside the timed call) and its device peak set beside its budget;
+a wrong answer or a peak over budget fails the cell and the script. Graphs: R-MAT and
+uniform of 2^``--scale`` vertices (edge factor 16) and the road-like ``--side`` grid with
+shuffled ids, GAP weights.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import time
 
 import bench_gpu
 import benchlib
-import numpy as np
 
 #: The report's default place, per device.
 MD_DEFAULT = {"cpu": benchlib.DOCS / "orders-cpu.md", "cuda": benchlib.DOCS / "orders-gpu.md"}
@@ -44,23 +45,20 @@ def build(kind: str, order: str, args):
     return name, graph, time.perf_counter() - start
 
 
-def by_input_id(graph, values: np.ndarray) -> np.ndarray:
-    """A result per store vertex, reindexed by input id (the generators' ids are dense)."""
-    out = np.empty_like(values)
-    out[graph.vertex_ids] = values
-    return out
-
-
-def call(graph, alg: str, source: int | None, args):
+def call(graph, alg: str, source: int | None, args, checks: benchlib.Checks) -> float:
+    """One public call's time; its answer and device peak then go to ``checks``."""
     import seraph
 
     budget = (bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction)
               if args.device == "cuda" else None)
-    return seraph.run(graph, alg, source, device=args.device, device_memory=budget)
+    result = seraph.run(graph, alg, source, device=args.device, device_memory=budget)
+    checks.call(graph, alg, source, result, budget)
+    return result.stats.call_time
 
 
 def cells_of(kind: str, args) -> list[dict]:
     """Every algorithm and order of one graph class."""
+    from seraph.algorithms import get
     from seraph.sources import random_sources
 
     built = {order: build(kind, order, args) for order in args.orders}
@@ -68,25 +66,24 @@ def cells_of(kind: str, args) -> list[dict]:
     picked = random_sources(first, args.sources, 0)
     cells = []
     for alg in ALGORITHMS:
-        sources = picked if alg != "cc" else [None] * args.sources
-        want, equal = None, {}
-        for order, (_, graph, _) in built.items():  # first calls, apart; answers checked
-            got = by_input_id(graph, call(graph, alg, sources[0], args).values)
-            want = got if want is None else want
-            equal[order] = bool(np.array_equal(got, want))
+        sources = picked if get(alg).needs_source else [None] * args.sources
+        checks = {order: benchlib.Checks() for order in args.orders}
+        for order, (_, graph, _) in built.items():  # first calls, apart
+            call(graph, alg, sources[0], args, checks[order])
         times = {order: [] for order in args.orders}
         for source in sources:
             for order in args.orders:
                 graph = built[order][1]
-                times[order].append(min(call(graph, alg, source, args).stats.call_time
+                times[order].append(min(call(graph, alg, source, args, checks[order])
                                         for _ in range(args.repeat)))
         for order in args.orders:
-            bench_gpu.log(f"{name} {alg} {order}")
-            cells.append({"graph": name, "algorithm": alg, "order": order,
-                          "build_seconds": built[order][2],
-                          "median": statistics.median(times[order]),
-                          "max": max(times[order]), "times": times[order],
-                          "equal": equal[order]})
+            calls = 1 + len(times[order]) * args.repeat
+            cell = {"graph": name, "algorithm": alg, "order": order,
+                    "build_seconds": built[order][2],
+                    "median": statistics.median(times[order]), "max": max(times[order]),
+                    "times": times[order], "checks": checks[order].to_dict(calls)}
+            bench_gpu.log(f"{name} {alg} {order}: {cell['checks']['line']}")
+            cells.append(cell)
     return cells
 
 
@@ -96,7 +93,7 @@ def report(cells: list[dict], info: dict, command: str) -> str:
     rows = [[c["graph"], c["algorithm"], c["order"], f"{c['build_seconds']:.2f}",
              benchlib.seconds(c["median"]), benchlib.seconds(c["max"]),
              benchlib.ratio(c["median"], base[c["graph"], c["algorithm"]]),
-             "equal" if c["equal"] else "DIFFERS"] for c in cells]
+             c["checks"]["peak_over_budget"], c["checks"]["line"]] for c in cells]
     return "\n".join([
         "# Vertex orders side by side", "", f"Command: `{command}`", "",
         benchlib.machine_markdown(info), "",

@@ -11,7 +11,9 @@ move, so dense rounds sweep them), from ``--sources`` random non-isolated source
 CC runs as many times). Per cell: the public call's median and maximum, and from the first
 source's run its per-round log (``stats.round_log``: updates attempted, those that changed
 a value, those each predictor skipped, edges read), totalled in the report and kept whole
-in the JSON. Every answer is checked against the run without a predictor. With
+in the JSON. Every call's answer is checked by its algorithm's verifier (outside the
+timed call) and its device peak set beside its budget; a wrong answer or a peak over
+budget fails the cell and the script. With
 ``--trace-dir`` each first run's trace is written there for ``seraph plot``, which draws
 the log as its work-per-round panel.
 """
@@ -24,7 +26,6 @@ from pathlib import Path
 
 import bench_gpu
 import benchlib
-import numpy as np
 
 MD_DEFAULT = benchlib.DOCS / "predictors-cpu.md"
 PREDICTORS = ("auto", "none", "strong", "weak", "combined")
@@ -50,13 +51,19 @@ def variants(args) -> dict[str, dict]:
     return rows
 
 
-def call(graph, alg: str, source: int | None, predictor: dict, budget: int, args, **extra):
+def call(graph, alg: str, source: int | None, predictor: dict, budget: int, args,
+         checks: benchlib.Checks, **extra):
+    """One public call (CC by propagation); its answer and device peak then go to
+    ``checks``."""
     import seraph
 
     options = dict(device=args.device, device_memory=budget, **predictor, **extra)
     if alg == "cc":
-        return seraph.connected_components(graph, components="propagation", **options)
-    return seraph.sssp(graph, source, **options)
+        result = seraph.connected_components(graph, components="propagation", **options)
+    else:
+        result = seraph.sssp(graph, source, **options)
+    checks.call(graph, alg, source, result, budget)
+    return result
 
 
 def totals(log: list[dict]) -> dict:
@@ -77,40 +84,39 @@ def state_of(predictor: str, alg: str, device: str) -> str:
     return predictor
 
 
-def cell(graph, name: str, alg: str, label: str, predictor: dict, sources: list, args,
-         want) -> dict:
+def cell(graph, name: str, alg: str, label: str, predictor: dict, sources: list,
+         args) -> dict:
     # The same room for pages under every predictor, beside its own vertex state.
     room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction,
                                   state_of(predictor["predictor"], alg, args.device))
-    trace = args.trace_dir is not None
-    first = call(graph, alg, sources[0], predictor, room, args, trace=trace)
+    trace, checks = args.trace_dir is not None, benchlib.Checks()
+    first = call(graph, alg, sources[0], predictor, room, args, checks, trace=trace)
     if trace:
         file = f"{name}-{alg}-{label}.json".replace(" ", "_").replace("(", "").replace(")", "")
         first.trace.write(Path(args.trace_dir) / file, first.stats)
-    times = [call(graph, alg, s, predictor, room, args).stats.call_time for s in sources]
+    times = [call(graph, alg, s, predictor, room, args, checks).stats.call_time
+             for s in sources]
     if label == "auto":  # what it turned out to be
         label = f"auto ({first.stats.predictor})"
     return {"graph": name, "algorithm": alg, "predictor": label, "budget": room,
             "median": statistics.median(times), "max": max(times),
-            "equal": bool(np.array_equal(first.values, want)),
+            "checks": checks.to_dict(1 + len(times)),
             "totals": totals(first.stats.round_log), "round_log": first.stats.round_log,
             "predictor_states": first.stats.predictor_states}
 
 
 def run(args) -> list[dict]:
+    from seraph.algorithms import get
     from seraph.sources import random_sources
 
     cells = []
     for name, graph in graphs(args).items():
         picked = random_sources(graph, args.sources, 0)
         for alg in ALGORITHMS:
-            sources = picked if alg == "sssp" else [None] * args.sources
-            room = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction,
-                                          "none")
-            want = call(graph, alg, sources[0], {"predictor": "none"}, room, args).values
+            sources = picked if get(alg).needs_source else [None] * args.sources
             for label, predictor in variants(args).items():
-                bench_gpu.log(f"{name} {alg} {label}")
-                cells.append(cell(graph, name, alg, label, predictor, sources, args, want))
+                cells.append(cell(graph, name, alg, label, predictor, sources, args))
+                bench_gpu.log(f"{name} {alg} {label}: {cells[-1]['checks']['line']}")
     return cells
 
 
@@ -125,7 +131,7 @@ def report(cells: list[dict], info: dict, command: str) -> str:
                      f"{t['attempted']:,}", f"{t['succeeded']:,}",
                      "—" if useful is None else f"{useful:.1%}", f"{t['skipped_strong']:,}",
                      f"{t['skipped_weak']:,}", f"{t['edges']:,}",
-                     "equal" if c["equal"] else "DIFFERS"])
+                     c["checks"]["peak_over_budget"], c["checks"]["line"]])
     return "\n".join([
         "# Where the work goes under each predictor", "",
         f"Command: `{command}`", "", benchlib.machine_markdown(info), "",
@@ -135,11 +141,13 @@ def report(cells: list[dict], info: dict, command: str) -> str:
         "phases / bottom-up; *attempted*: pulls attempted plus edges pushed; *changed*: "
         "updates that lowered a value; *useful*: changed over attempted; *skipped* by the "
         "strong and the weak rule; *edges*: edges read (in swept pages, pushed, pulled "
-        "bottom-up). *answer*: against the run without a predictor.", "",
+        "bottom-up). *peak / budget*: the largest device peak of the calls and the budget "
+        "(— on the CPU). *checked*: the calls whose answers the algorithm's verifier "
+        "checked, of the calls made.", "",
         benchlib.markdown_table(
             ["graph", "alg", "predictor", "median", "max", "rounds", "entries", "attempted",
-             "changed", "useful", "skipped strong", "skipped weak", "edges", "answer"],
-            rows, [False] * 3 + [True] * 10 + [False]), ""])
+             "changed", "useful", "skipped strong", "skipped weak", "edges", "peak / budget",
+             "checked"], rows, [False] * 3 + [True] * 11 + [False]), ""])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -166,6 +166,61 @@ def shuffled_grid(side: int, weights: tuple[float, float] | None = None,
                             symmetrize=True, page_edges=page_edges, order=order)
 
 
+# --------------------------------------------------------------------------- checks
+class Checks:
+    """A cell's checks: every timed call's answer verified by its algorithm's verifier
+    (:func:`seraph.validate.verify`, outside the timed region) and its device peak set
+    beside its budget. A wrong answer or a peak over budget fails the cell."""
+
+    def __init__(self) -> None:
+        self.checked = 0
+        self.seconds = 0.0
+        self.wrong: list[str] = []
+        self.over_budget: list[str] = []
+        self.peaks: list[tuple[int | None, int | None]] = []
+
+    def call(self, graph, algorithm: str, source: int | None, result,
+             budget: int | None) -> None:
+        """Checks one call's ``result`` (``source`` an input id, None for CC), run under
+        ``budget`` bytes of device memory (None: no cap)."""
+        from seraph.algorithms import get
+        from seraph.validate import verify
+
+        start = time.perf_counter()
+        s = graph.vertex_index(source) if get(algorithm).needs_source else None
+        verdict = verify(graph, algorithm, result.values, s,
+                         getattr(result, "predecessors", None))
+        self.seconds += time.perf_counter() - start
+        self.checked += 1
+        where = f"{algorithm} from {source}" if source is not None else algorithm
+        if verdict:
+            self.wrong.append(f"{where}: {verdict}")
+        peak = result.stats.peak_device_memory or None  # the CPU backend reports none
+        self.peaks.append((peak, budget))
+        if peak is not None and budget is not None and peak > budget:
+            self.over_budget.append(f"{where}: device peak {size(peak)} over the budget "
+                                    f"{size(budget)}")
+
+    def to_dict(self, calls: int) -> dict:
+        """The checks of a cell that made ``calls`` calls (counted by the cell itself):
+        ``line`` says "checked N of M"; ``ok`` needs every call checked and right, within
+        its budget."""
+        problems = self.wrong + self.over_budget
+        if self.checked != calls:
+            problems.append(f"{calls - self.checked} of {calls} calls not checked")
+        line = f"checked {self.checked} of {calls}"
+        if self.wrong:
+            line += f", {len(self.wrong)} WRONG"
+        if self.over_budget:
+            line += f", {len(self.over_budget)} OVER BUDGET"
+        peaks = [p for p, _ in self.peaks if p is not None]
+        return {"checked": self.checked, "calls": calls, "ok": not problems, "line": line,
+                "problems": problems, "seconds": self.seconds,
+                "peaks": [{"peak": p, "budget": b} for p, b in self.peaks],
+                "peak_over_budget": (f"{size(max(peaks) if peaks else None)} / "
+                                     f"{size(max((b for _, b in self.peaks if b), default=None))}")}
+
+
 # --------------------------------------------------------------------------- timing
 def best_time(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
     """The fastest of ``repeat`` calls, and the last call's result.
@@ -367,10 +422,11 @@ def run_and_report(script: str, args: argparse.Namespace, argv: Sequence[str] | 
 def run_cells(script: str, args: argparse.Namespace, argv: Sequence[str] | None,
               cells_of: Callable[[], list[dict]], report: Callable[[list, dict, str], str],
               md_out: str | Path | None) -> int:
-    """The shared body of a ``main`` whose cells each check their answer (``equal``):
-    ``cells_of()`` runs them between the machine's snapshots, and the JSON (machine,
-    command, args, cells) and ``report(cells, machine, command)`` are written out. Returns
-    0 when every answer was equal, else 1."""
+    """The shared body of a ``main`` whose cells each check every call (``checks``, a
+    :meth:`Checks.to_dict`): ``cells_of()`` runs them between the machine's snapshots,
+    and the JSON (machine, command, args, cells) and ``report(cells, machine, command)``
+    are written out. Returns 0 when every cell's checks passed, else 1 (after saying
+    which failed)."""
     quiet()
     info = machine(["cupy"] if args.device == "cuda" else [])
     cells = cells_of()
@@ -379,7 +435,11 @@ def run_cells(script: str, args: argparse.Namespace, argv: Sequence[str] | None,
                + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     write_outputs({"machine": info, "command": command, "args": vars(args), "cells": cells},
                   args.json_out, report(cells, info, command), md_out)
-    return 0 if all(c["equal"] for c in cells) else 1
+    failed = [c for c in cells if not c["checks"]["ok"]]
+    for c in failed:
+        for problem in c["checks"]["problems"]:
+            print(f"{script}: {problem}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 @contextlib.contextmanager

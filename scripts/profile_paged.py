@@ -17,9 +17,8 @@ the time above the copy floor goes. The questions it answers, one per subcommand
 - ``share``: paged SSSP under several bottom-up limits, each a share of all edges (as
   the CUDA backend's BOTTOM_UP_SHARE is).
 - ``final``: paged BFS, CC and SSSP with the last window of each dense round swept at
-  most so many times (schedules.LAST_WINDOW_SWEEPS; with ``max_reentries``, 8, the copy
-  engine idled 93 and 70 ms at the ends of RMAT-26 SSSP's two dense rounds on an H100
-  while that window was re-swept).
+  most so many times (schedules.LAST_WINDOW_SWEEPS; with ``max_reentries`` the copy
+  engine can idle at the end of a dense round while that window is re-swept).
 - ``once``: one paged run of ``--alg``, for a profiler to wrap (scripts/profile_ncu.sh
   runs Nsight Compute over it).
 - ``kernels``: paged BFS, CC and SSSP, each kernel's device time (CUDA events around every

@@ -138,6 +138,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     trace = Trace(enabled=config.trace)
     plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
+    backend_cls.make_room(graph, layout)
     # Ctrl-C and SIGTERM stop the compiled work within a round (seraph.interrupts); the
     # backend is closed, its device and pinned memory given back, whatever ended the run.
     with interrupts.stoppable(), backend_cls.measuring_memory() as memory:

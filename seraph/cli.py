@@ -36,7 +36,8 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="the store to write (a directory)")
     p.add_argument("--symmetrize", action="store_true", help="add the reverse of every edge")
     p.add_argument("--page-edges", type=int, default=DEFAULT_PAGE_EDGES,
-                   help="edges per page, a power of two (default: 2^22)")
+                   help="edges per page, a power of two (default: 2^22); a graph with "
+                        "fewer edges gets one page of its own size")
     p.add_argument("--memory", default=None,
                    help="host memory budget for partitioning, e.g. 4GiB (default: a quarter "
                         "of the RAM)")
@@ -56,6 +57,7 @@ def _add_store_options(p: argparse.ArgumentParser) -> None:
 def cmd_preprocess(args: argparse.Namespace) -> int:
     from partitioner.preprocess import preprocess
 
+    _finish_once_committed()
     path = preprocess(args.input, args.output, format=args.format, weights=args.weights,
                       symmetrize=args.symmetrize, keep_duplicates=args.keep_duplicates,
                       keep_self_loops=args.keep_self_loops, page_edges=args.page_edges,
@@ -84,6 +86,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                       keep_duplicates=args.keep_duplicates, keep_self_loops=args.keep_self_loops,
                       page_edges=args.page_edges,
                       memory=_memory(args), compress=args.compress, order=args.order)
+    _finish_once_committed()
     path = write_store(source, args.output, options, force=args.force,
                        command=args.command_line)
     _print_summary(path)
@@ -94,14 +97,32 @@ def _memory(args: argparse.Namespace) -> int | None:
     return None if args.memory is None else parse_size(args.memory, "--memory")
 
 
-def _print_summary(path) -> None:
-    from partitioner.preprocess import store_info
+def _finish_once_committed() -> None:
+    """From the moment its store is renamed into place, a signal no longer stops the
+    command: the store is whole, and what is left is to say so and exit 0. Before, the
+    signal stops it as ever, and nothing is left. (main() restores its handlers.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    from seraph import temporaries
 
-    info = store_info(path)
-    progress.note(f"wrote {path}: {info['num_vertices']:,} vertices, {info['num_edges']:,} "
-                  f"edges in {info['num_pages']} pages; removed "
-                  f"{info['self_loops_removed']:,} self-loops and "
-                  f"{info['duplicates_removed']:,} duplicates")
+    committed = temporaries.commits()
+
+    def interrupt_until_committed(signum: int, frame: FrameType | None) -> None:
+        if temporaries.commits() == committed:
+            _raise_interrupt(signum, frame)
+
+    for signum in _INTERRUPTS:
+        if signal.getsignal(signum) is _raise_interrupt:  # set by main(), which restores it
+            signal.signal(signum, interrupt_until_committed)
+
+
+def _print_summary(path) -> None:
+    from seraph.store import Store
+
+    a = Store(path).attrs
+    progress.note(f"wrote {path}: {a.num_vertices:,} vertices, {a.num_edges:,} edges in "
+                  f"{a.num_pages} pages; removed {a.self_loops_removed:,} self-loops and "
+                  f"{a.duplicates_removed:,} duplicates")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -335,11 +356,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _run_one(args, graph, source, config)
 
 
-def _validate(graph, algorithm: str, values, source) -> str:
-    from seraph.validate import check
+def _validate(graph, algorithm: str, values, source, predecessors) -> str:
+    """"ok", or what is wrong with the answer (the algorithm's O(m) verifier, any size)."""
+    from seraph.validate import verify
 
     src = source if source is None else graph.vertex_index(source)
-    return check(graph, algorithm, values, src) or "ok"
+    return verify(graph, algorithm, values, src, predecessors) or "ok"
 
 
 def _run_one(args: argparse.Namespace, graph, source, config) -> int:
@@ -350,7 +372,8 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
         _save(args.output, graph, values, preds)
     if args.trace:
         res.trace.write(args.trace, res.stats)
-    verdict = _validate(graph, args.algorithm, values, source) if args.validate else None
+    verdict = _validate(graph, args.algorithm, values, source, preds) if args.validate \
+        else None
     st = res.stats
     if args.json:
         out = {"algorithm": args.algorithm, "store": str(args.store)}
@@ -373,7 +396,7 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
               f"{st.skipped_strong + st.skipped_weak:,}, edges pushed {st.edges_pushed:,}, "
               f"pulled bottom-up {st.edges_pulled_bottom_up:,}")
         if verdict:
-            print(f"  validation against scipy: {verdict}")
+            print(f"  validation: {verdict}")
     return 1 if verdict not in (None, "ok") else 0
 
 
@@ -402,7 +425,8 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
                    "reached": _reached(values), "rounds": res.stats.rounds,
                    "pages_transferred": res.stats.pages_transferred}
             if args.validate:
-                run["validation"] = _validate(graph, args.algorithm, values, source)
+                run["validation"] = _validate(graph, args.algorithm, values, source,
+                                              res.predecessors)
             runs.append((run, res.stats))
             if table is not None:
                 table.row(run)
@@ -427,7 +451,7 @@ class _Table:
         self.validate = args.validate
         head = ["source", "time s", "reached", "rounds", "pages moved"]
         if args.validate:
-            head.append("vs scipy")
+            head.append("checked")
         widest = [max([len("median"), *(len(str(s)) for s in sources)]), len("999.999"),
                   len(f"{graph.num_vertices:,}"), len("99999"),
                   len(f"{99 * graph.num_pages:,}"), len("ok")]
@@ -472,7 +496,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from partitioner.writer import Options, write_store
     from seraph.api import make_config, resolve_device
     from seraph.compiling import compile_seconds
-    from seraph.validate import check
+    from seraph.validate import verify
 
     device = resolve_device(args.device)
     with tempfile.TemporaryDirectory(prefix="seraph-demo-") as tmp:
@@ -501,16 +525,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         rows, failed = [], False
         for alg in ALGORITHMS:
             res, values = run_algorithm(graph, alg, source, config)
-            verdict = check(graph, alg, values, ALGORITHMS[alg].source_for(source))
+            verdict = verify(graph, alg, values, ALGORITHMS[alg].source_for(source))
             failed |= verdict is not None
             st = res.stats
             rows.append((alg.upper(), f"{st.call_time:.3f}", str(st.rounds),
                          str(st.pages_transferred), f"{st.skipped_strong + st.skipped_weak:,}",
-                         _summary(alg, values), "ok" if verdict is None else "FAILED"))
+                         _summary(alg, values), "ok" if verdict is None else "WRONG"))
             if verdict:
-                print(f"seraph demo: {alg} does not match scipy: {verdict}", file=sys.stderr)
+                print(f"seraph demo: {alg}'s answer is wrong: {verdict}", file=sys.stderr)
     head = ("algorithm", "time s", "rounds", "pages moved", "skipped by predictor", "result",
-            "vs scipy")
+            "checked")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print(f"Seraph demo on the {device} backend, budget {format_size(budget)} "
           f"({graph.num_pages} pages, source {source})")
@@ -659,7 +683,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output",
                    help="write the result to .npy, .npz or .parquet; with several sources "
                         "to an .npz or a folder (default: not written)")
-    p.add_argument("--validate", action="store_true", help="check the result against scipy")
+    p.add_argument("--validate", action="store_true",
+                   help="check the answer (and predecessors) with the algorithm's verifier, "
+                        "O(m) at any size; exit 1 if it is wrong")
     p.add_argument("--json", action="store_true", help="print stats as JSON")
     p.add_argument("--trace", help="write a JSON timeline of copies and sweeps to this .json "
                                    "file (default: none)")
@@ -702,8 +728,6 @@ class Terminated(BaseException):
 #: What each signal main() handles raises.
 _INTERRUPTS: dict[int, type[BaseException]] = {signal.SIGINT: KeyboardInterrupt,
                                                signal.SIGTERM: Terminated}
-#: The exit status of a run each signal ended, as a shell reports a process it killed.
-_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -784,9 +808,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupt = _interruption(e)
         if interrupt is None:
             raise
-        what, code = (("terminated", _EXIT_CODES[signal.SIGTERM])
-                      if isinstance(interrupt, Terminated)
-                      else ("interrupted", _EXIT_CODES[signal.SIGINT]))
+        what, code = (("terminated", 143) if isinstance(interrupt, Terminated)
+                      else ("interrupted", 130))
         print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
         return code
     finally:
@@ -795,18 +818,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
-def entry() -> None:
-    """The ``seraph`` command: :func:`main`, then exit with its status. An interrupted run
-    exits at once, its output flushed: the interpreter's own teardown, the compiled
-    kernels' among it, takes longer than a Ctrl-C should wait (docs/engine.md)."""
-    code = main()
-    if code in _EXIT_CODES.values():
-        with contextlib.suppress(OSError):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

@@ -179,6 +179,18 @@ class Graph:
                 self._store.read_chunk_into(name, page, out)
         return end - start
 
+    def page(self, page: int, out_indices: np.ndarray, out_weights: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Page ``page``'s in-edges (and weights, where ``out_weights`` is given): views of
+        the arrays already in host memory, else the page read into the given buffers."""
+        start, end = self.page_range(page)
+        if "csc/indices" in self._arrays and (out_weights is None or
+                                              "csc/weights" in self._arrays):
+            weights = None if out_weights is None else self._arrays["csc/weights"][start:end]
+            return self._arrays["csc/indices"][start:end], weights
+        count = self.read_page(page, out_indices, out_weights)
+        return out_indices[:count], None if out_weights is None else out_weights[:count]
+
     def in_degrees(self) -> np.ndarray:
         return np.diff(self.csc()[0])
 

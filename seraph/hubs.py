@@ -4,8 +4,7 @@ GPU pull kernels spread over many warps.
 A pull sweep gives each vertex to one group of lanes, so a hub's in-edges (a million on
 an R-MAT of scale 26) are read one warp-width at a time while the rest of the grid waits
 at the sweep's end. A window of a hundred pages hides that tail; one page does not, and
-the persistent kernel sweeps one page at a time (measured on the H100, docs/engine.md:
-a page took 0.6 ms alone against 0.1 ms as part of a whole-graph sweep). So the in-edges
+the persistent kernel sweeps one page at a time (docs/engine.md). So the in-edges
 of every vertex with more than ``HUB_EDGES`` of them are listed as chunks of at most
 ``CHUNK_EDGES`` edges, each within one page, and each chunk is pulled by its own warp;
 the chunks of a vertex combine through the atomic min that already joins a vertex split
@@ -46,7 +45,7 @@ class HubChunks:
 def _hubs(indptr: np.ndarray, hub_edges: int) -> np.ndarray:
     """The vertices with more than ``hub_edges`` in-edges, ascending. One pass that
     allocates only its answer: numpy's ``diff`` would page-fault a temporary of 8 bytes a
-    vertex, which took 1.5 s at 2**26 vertices."""
+    vertex."""
     count = 0
     for v in range(len(indptr) - 1):
         count += indptr[v + 1] - indptr[v] > hub_edges

@@ -92,7 +92,9 @@ class StoreWriter:
     ``complete=false``, so a crash, Ctrl-C or full disk never leaves a store that opens as
     valid. Use as a context manager, which makes the directory: leaving the block with an
     exception removes it (see :mod:`seraph.temporaries` for what a killed run leaves).
-    ``force`` allows replacing an existing Seraph store, and nothing else.
+    ``force`` allows replacing an existing Seraph store, and nothing else. Signals are held
+    inside zarr's calls, which an exception raised there leaves with a coroutine never
+    awaited.
 
     Chunk files are fsynced by a background thread as soon as they are written, so the
     disk catches up while the next pages are computed and :meth:`commit` waits only for
@@ -103,16 +105,21 @@ class StoreWriter:
         self.path = Path(path)
         temporaries.check_output(self.path, force)
         self.attrs = attrs
-        self.tmp = temporaries.temp_path(self.path, "tmp")
+        self.tmp: Path | None = None  # made by __enter__
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-fsync")
         self._fsyncs: list[Future] = []
         self._raw = attrs.compression is None
 
     # -- arrays ---------------------------------------------------------------------------
     def create(self, name: str, length: int, dtype: str, chunk: int) -> zarr.Array:
-        return self.group.create_array(
-            name, shape=(length,), chunks=(max(1, chunk),), dtype=dtype,
-            compressors=_compressors(self.attrs.compression), fill_value=0)
+        with temporaries.signals_deferred():
+            return self.group.create_array(
+                name, shape=(length,), chunks=(max(1, chunk),), dtype=dtype,
+                compressors=_compressors(self.attrs.compression), fill_value=0)
+
+    def resize(self, arr: zarr.Array, length: int) -> None:
+        with temporaries.signals_deferred():
+            arr.resize((length,))
 
     def write_array(self, name: str, data: np.ndarray, chunk: int = VERTEX_CHUNK) -> None:
         """Writes a whole (per-vertex or per-page) array."""
@@ -124,12 +131,13 @@ class StoreWriter:
         """Writes chunk ``index`` of an array; ``data`` may be shorter only for the last."""
         chunk = arr.chunks[0]
         if not self._raw:
-            arr[index * chunk: index * chunk + len(data)] = data
+            with temporaries.signals_deferred():
+                arr[index * chunk: index * chunk + len(data)] = data
             return
         # The uncompressed chunk is exactly the little-endian bytes, padded to full size
-        # like zarr pads edge chunks; writing it ourselves avoids zarr's copies. The padding
-        # is a hole (truncate, not written zeros), so a graph smaller than a page takes
-        # about its own size on disk where the file system has sparse files.
+        # as zarr pads edge chunks; writing it ourselves avoids zarr's copies. The padding
+        # (of the last page only, less than a page) is extended, not written: a hole where
+        # the file system has them.
         buf = np.ascontiguousarray(data, dtype=arr.dtype.newbyteorder("<"))
         target = _chunk_file(self.tmp, name, index)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -141,41 +149,41 @@ class StoreWriter:
 
     # -- finishing ------------------------------------------------------------------------
     def commit(self, replace: bool = False) -> Path:
-        """Syncs the store to disk, marks it complete and renames it into place."""
+        """Syncs the store to disk, marks it complete and renames it into place.
+
+        The rename is the commit point. A signal before it stops the commit (and leaving
+        the block removes the store); one that comes during it is held until the store is
+        in place and its folder synced, and raised then."""
+        assert self.tmp is not None, "commit() outside the writer's `with` block"
         # result() raises the error of a failed fsync (a full disk, say).
         synced = {str(done.result()) for done in self._fsyncs}
         self.attrs.complete = True
-        self.group.attrs.update(asdict(self.attrs))
+        with temporaries.signals_deferred():
+            self.group.attrs.update(asdict(self.attrs))
         (self.tmp / temporaries.MARKER).unlink()
         _fsync_tree(self.tmp, skip=synced)
-        if self.path.exists() or self.path.is_symlink():
-            if not replace:
-                raise StoreError(f"{self.path} appeared while it was being written")
-            temporaries.check_output(self.path, force=True)  # it may have changed meanwhile
-            trash = temporaries.temp_path(self.path, "old")
-            os.rename(self.path, trash)
-            os.rename(self.tmp, self.path)
-            temporaries.remove_tree(trash)
-        else:
-            os.rename(self.tmp, self.path)
-        _fsync(self.path.parent)
-        self._syncer.shutdown()
+        with temporaries.signals_deferred():
+            temporaries.commit(self.tmp, self.path, replace)
+            _fsync(self.path.parent)
+            self._syncer.shutdown()
         return self.path
 
     def abort(self) -> None:
         with temporaries.signals_deferred():  # waiting for the syncer, too
             self._syncer.shutdown(cancel_futures=True)
-            temporaries.remove_tree(self.tmp)
+            if self.tmp is not None:  # made (and not committed, or it is gone already)
+                temporaries.remove_tree(self.tmp)
 
     def __enter__(self) -> StoreWriter:
         # The directory is made here, not in __init__, so that a signal between the two
         # calls leaves nothing; held while it is made, a signal is raised inside the try.
+        # It is locked and marked before anything is written in it, and zarr.json is
+        # written once, with the attributes that name it a Seraph store.
         try:
             with temporaries.signals_deferred():
-                self.tmp.mkdir(parents=True)
-                self.group = zarr.open_group(LocalStore(self.tmp), mode="w")
-                self.group.attrs.update(asdict(self.attrs))
-                temporaries.mark(self.tmp)
+                self.tmp = temporaries.make_temp_dir(self.path, "tmp")
+                self.group = zarr.create_group(LocalStore(self.tmp),
+                                               attributes=asdict(self.attrs))
         except BaseException:
             self.abort()
             raise

@@ -7,12 +7,15 @@ place on the same file system:
     NAME.tmp-<pid>-<hex>      the store being built (seraph.store.StoreWriter)
     NAME.old-<pid>-<hex>      the store being replaced, for a moment during the commit
 
-Each temporary holds a marker file naming the host and process that made it. The run
-removes them on every exit it lives through (an exception, Ctrl-C, SIGTERM via the CLI, a
-full disk). A run killed outright (SIGKILL, power loss) cannot; the next run to the same
-destination removes them once their process is gone. Nothing else is ever removed: a
-directory counts as Seraph's only by its name *and* its marker (or, for the moment a
-marker is absent, by being a Seraph store or empty).
+The run holds a lock (``flock``) on each spill and tmp directory for as long as it lives,
+and writes a marker file in it naming the host and process. It removes them on every exit
+it lives through (an exception, Ctrl-C, SIGTERM via the CLI, a full disk). A run killed
+outright (SIGKILL, power loss) cannot; its locks go with it, and the next run to the same
+destination removes every directory of these names whose lock it can take. A lock, not
+the process id, tells a live run: a killed process that its parent has not yet waited for
+(a zombie) still has its id, but holds no lock. Nothing else is ever removed: a directory
+counts as Seraph's only by its name *and* its content: the marker of this host, or
+nothing but what a store holds (zarr metadata and chunk files), or nothing at all.
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ from pathlib import Path
 
 from seraph.errors import StoreError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no temporary is ever taken for dead
+    fcntl = None
+
 MARKER = ".seraph-temporary"
+#: The lock this process holds on each of its temporaries (see make_temp_dir).
+_locks: dict[Path, int | None] = {}
 #: Top-level entries of a store (seraph.store's layout).
 _STORE_ENTRIES = {"zarr.json", "csc", "csr", "pages", "vertices"}
 
@@ -49,14 +59,61 @@ def mark(path: Path) -> None:
 
 
 def make_temp_dir(dest: Path, kind: str) -> Path:
-    path = temp_path(dest, kind)
-    path.mkdir()
+    """A fresh temporary of ``kind`` beside ``dest``: locked by this process until it is
+    removed (:func:`remove_tree`) or committed (:func:`release`), and marked."""
+    while True:
+        path = temp_path(dest, kind)
+        path.mkdir()
+        try:
+            lock = _lock(path)
+        except FileNotFoundError:
+            continue
+        # Another run's cleanup may have taken the new directory for dead (and removed it)
+        # in the instant before the lock: then it is made again, under another name.
+        if fcntl is None or lock is not None and _same_directory(lock, path):
+            break
+        if lock is not None:
+            os.close(lock)
+    _locks[path] = lock
     try:
         mark(path)
     except BaseException:  # a full disk, say
         remove_tree(path)
         raise
     return path
+
+
+def _lock(path: Path) -> int | None:
+    """A descriptor of the directory ``path`` that holds its exclusive lock, or None while
+    another holds it (always, where there is no flock). A lock lasts until its descriptor
+    is closed: at the latest when its process ends, however it ends."""
+    if fcntl is None:
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _same_directory(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def release(path: Path) -> None:
+    """Gives up this process's lock on the temporary ``path`` (once it is committed, or
+    removed)."""
+    lock = _locks.pop(path, None)
+    if lock is not None:
+        os.close(lock)
 
 
 @contextmanager
@@ -118,6 +175,7 @@ def signals_deferred() -> Iterator[None]:
 def remove_tree(path: Path) -> None:
     with signals_deferred():
         shutil.rmtree(path, ignore_errors=True)
+        release(path)  # only now: while it is there, the directory is a live run's
 
 
 # -- stores ------------------------------------------------------------------------------
@@ -175,51 +233,75 @@ def check_output(path: Path, force: bool) -> None:
                          "left untouched (remove it yourself or choose another output)")
 
 
+# -- the commit ---------------------------------------------------------------------------
+#: How many temporaries this process has renamed into place (see :func:`commit`).
+_commits = 0
+
+
+def commit(tmp: Path, dest: Path, replace: bool) -> None:
+    """Renames the finished temporary ``tmp`` to ``dest``, the moment the output exists;
+    with ``replace``, an existing store at ``dest`` is renamed aside first and then removed.
+    The caller holds signals across it (:func:`signals_deferred`), so that it happens
+    whole or not at all."""
+    global _commits
+    if dest.exists() or dest.is_symlink():
+        if not replace:
+            raise StoreError(f"{dest} appeared while it was being written")
+        check_output(dest, force=True)  # it may have changed meanwhile
+        trash = temp_path(dest, "old")
+        os.rename(dest, trash)
+        os.rename(tmp, dest)
+        _commits += 1
+        remove_tree(trash)
+    else:
+        os.rename(tmp, dest)
+        _commits += 1
+    release(tmp)
+
+
+def commits() -> int:
+    """How many outputs this process has committed so far: a front end whose work ends
+    with a commit can tell that a signal came after it, too late to undo anything."""
+    return _commits
+
+
 # -- leftovers of killed runs ------------------------------------------------------------
-def _owner(path: Path, pid_in_name: int) -> tuple[str, int] | None:
-    """(host, pid) of the run that made ``path``, or None when it is not Seraph's."""
+def _ours(path: Path) -> bool:
+    """Whether ``path`` (named as a temporary) holds what Seraph's temporaries hold."""
     try:
-        doc = json.loads((path / MARKER).read_text())
-        return str(doc["host"]), int(doc["pid"])
+        host = json.loads((path / MARKER).read_text())["host"]
     except FileNotFoundError:
-        pass
+        # A store being built loses its marker just before it is renamed into place, a
+        # replaced store never had one, and a directory is empty a moment before its marker.
+        return not _foreign_files(path)
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    # A store being built loses its marker just before it is renamed into place, and a
-    # replaced store never had one; a directory made a moment before its marker is empty.
-    if store_format(path) == "seraph-graph" or not any(path.iterdir()):
-        return socket.gethostname(), pid_in_name
-    return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
+        return True  # a marker cut short by the kill that left it
+    return host == socket.gethostname()  # another host's locks are not seen here
 
 
 def remove_leftovers(dest: Path) -> list[Path]:
-    """Removes the temporaries of earlier runs to ``dest`` whose process is gone (on this
+    """Removes the temporaries of earlier runs to ``dest`` that no live run holds (on this
     host); returns them. Those of a live run, of another host, or not made by Seraph stay."""
     pattern = re.compile(rf"(\.{re.escape(dest.name)}\.spill|{re.escape(dest.name)}\.(?:tmp|old))"
-                         r"-(\d+)-[0-9a-f]{8}")
+                         r"-\d+-[0-9a-f]{8}")
     removed = []
     try:
         entries = sorted(dest.parent.iterdir())
     except FileNotFoundError:
         return removed
-    host = socket.gethostname()
     for path in entries:
-        match = pattern.fullmatch(path.name)
-        if match is None or path.is_symlink() or not path.is_dir():
+        if pattern.fullmatch(path.name) is None or path.is_symlink() or not path.is_dir():
             continue
-        owner = _owner(path, int(match.group(2)))
-        if owner is None or owner[0] != host or _alive(owner[1]):
+        try:
+            lock = _lock(path)
+        except OSError:  # removed meanwhile (by its run or another cleanup), or not ours to open
             continue
-        remove_tree(path)
-        removed.append(path)
+        if lock is None:
+            continue
+        try:
+            if _ours(path):
+                remove_tree(path)
+                removed.append(path)
+        finally:
+            os.close(lock)
     return removed

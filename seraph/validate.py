@@ -1,12 +1,23 @@
-"""Verifiers by algorithm name: each algorithm's answer against scipy.sparse.csgraph, as its
-module (:mod:`seraph.algorithms`) defines it. Used by ``seraph run --validate``, ``seraph
-demo`` and the benchmarks; the tests use the same oracle."""
+"""Checks by algorithm name. :func:`verify` is each algorithm's own O(m) verifier, for
+any size (``seraph run --validate``, ``seraph demo``, the benchmarks); :func:`check` and
+:func:`reference` are scipy.sparse.csgraph's answer, the tests' oracle, as each module
+(:mod:`seraph.algorithms`) defines them."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from seraph.algorithms import get
+
+
+def verify(graph, algorithm: str, values: np.ndarray, source: int | None = None,
+           predecessors: np.ndarray | None = None) -> str | None:
+    """None if an answer is right, else what is wrong (how many vertices, the first).
+
+    ``values`` is the API's result (levels, distances or labels) and ``predecessors`` its
+    predecessors (None: not checked); ``source`` is the store's vertex number of the
+    source."""
+    return get(algorithm).verify(graph, values, source, predecessors)
 
 
 def reference(graph, algorithm: str, source: int | None) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The algorithm registry: seraph.run dispatches by name to the same functions, and each
-algorithm's verifier accepts its answer and rejects a wrong one."""
+algorithm's checks (its O(m) verifier, and scipy's answer) accept its answer and reject a
+wrong one."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_run_by_name_is_the_named_function(graph, name, device):
     got = seraph.run(graph, name, source, device=device)
     assert isinstance(got, entry.result_type)
     assert entry.check(graph, got.values, entry.source_for(graph.vertex_index(3))) is None
+    assert entry.verify(graph, got.values, entry.source_for(graph.vertex_index(3))) is None
     named = {"bfs": seraph.bfs, "cc": seraph.connected_components, "sssp": seraph.sssp}[name]
     want = named(graph, *([source] if entry.needs_source else []), device=device)
     np.testing.assert_array_equal(got.values, want.values)
@@ -47,6 +49,8 @@ def test_the_verifier_reports_a_wrong_answer(graph, name):
     values[np.flatnonzero(np.isfinite(values) & (values >= 0))[0]] += 1  # reached: no sentinel
     verdict = entry.check(graph, values, source)
     assert verdict is not None and "1 of 400 vertices differ from scipy" in verdict
+    verdict = entry.verify(graph, values, source)
+    assert verdict is not None and " of 400 vertices wrong; first: vertex " in verdict
 
 
 def test_bad_names_and_sources_are_refused(graph):

@@ -1,11 +1,14 @@
 """scripts/bench_matrix.py on the CPU at tiny sizes: a row per graph and algorithm with
-the median and the maximum, every answer checked equal to scipy's, the JSON's fields."""
+the median and the maximum, every call's answer checked by the verifiers, the JSON's
+fields; a wrong answer fails the cell and the script."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import bench_matrix  # noqa: E402
@@ -16,8 +19,7 @@ GRAPHS = ("RMAT-8 ef16", "uniform-8 ef16", "grid 16x16", "grid 16x16, 10% remove
 def test_the_matrix_on_the_cpu(tmp_path, capsys):
     out_json, out_md = tmp_path / "m.json", tmp_path / "m.md"
     rc = bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--uniform-scale", "8",
-                            "--grid-side", "16", "--sources", "2", "--check", "scipy",
-                            "--page-edges", "256",
+                            "--grid-side", "16", "--sources", "2", "--page-edges", "256",
                             "--json-out", str(out_json), "--md-out", str(out_md)])
     assert rc == 0
     data = json.loads(out_json.read_text())
@@ -25,7 +27,9 @@ def test_the_matrix_on_the_cpu(tmp_path, capsys):
     cells = {(c["graph"], c["algorithm"]): c for c in data["cells"]}
     assert set(cells) == {(g, a) for g in GRAPHS for a in ("bfs", "cc", "sssp")}
     for (_graph, alg), cell in cells.items():
-        assert cell["skipped"] is None and cell["check"] == "equal"
+        assert cell["skipped"] is None and cell["checks"]["ok"]
+        calls = 1 + 2 + (alg != "cc")  # the first call, the random sources, the hub
+        assert cell["checks"]["line"] == f"checked {calls} of {calls}"
         assert cell["random"]["n"] == 2
         assert 0 < cell["random"]["median"] <= cell["random"]["max"]
         assert ("hub" in cell) == (alg != "cc")
@@ -46,7 +50,7 @@ def test_the_matrix_on_the_cpu(tmp_path, capsys):
             assert run["pcie_bytes"] >= run["bytes_h2d"] >= 0 and run["pcie_bytes"] > 0
         if alg != "cc":
             assert len({r["source"] for r in cell["random"]["runs"]}) == 2
-    for key in ("machine", "command", "device", "reference", "check", "skipped"):
+    for key in ("machine", "command", "device", "reference", "failed", "skipped"):
         assert key in data
     assert data["machine"]["date"] and "git" in data["machine"]
     assert data["reference"]["targets"]["grid cc"] == [0.1, 0.02]
@@ -56,14 +60,15 @@ def test_the_matrix_on_the_cpu(tmp_path, capsys):
         for alg in ("bfs", "cc", "sssp"):
             assert any(line.startswith(f"| {graph} | {alg} |") for line in table)
     assert "published-code measurements on the same graphs" in md
-    assert "Checking the answers (scipy) took" in md
+    assert "Checking the answers (outside the timed calls) took" in md
+    assert "| checked 4 of 4 |" in md
 
 
 def test_a_slow_cell_keeps_the_sources_it_had(tmp_path, capsys):
     out_json = tmp_path / "m.json"
     bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--graphs", "rmat",
                        "--algorithms", "bfs", "--sources", "3", "--cell-seconds", "0",
-                       "--check", "none", "--json-out", str(out_json), "--md-out", ""])
+                       "--json-out", str(out_json), "--md-out", ""])
     (cell,) = json.loads(out_json.read_text())["cells"]
     assert cell["random"]["n"] == 1 and cell["sources_requested"] == 3
     assert "| RMAT-8 ef16 | bfs | 1 of 3 random" in capsys.readouterr().out
@@ -80,13 +85,41 @@ def test_the_total_limit_skips_and_says_so(tmp_path):
 
 
 def test_the_matrix_on_renumbered_graphs(tmp_path):
-    """--order degree: sources and the hub are input ids, every answer still scipy's."""
+    """--order degree: sources and the hub are input ids, every answer still right."""
     out_json = tmp_path / "m.json"
     assert bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--uniform-scale", "8",
-                              "--grid-side", "16", "--sources", "2", "--check", "scipy",
-                              "--page-edges", "256", "--order", "degree", "--graphs", "rmat",
-                              "road", "--json-out", str(out_json), "--md-out", ""]) == 0
+                              "--grid-side", "16", "--sources", "2", "--page-edges", "256",
+                              "--order", "degree", "--graphs", "rmat", "road",
+                              "--json-out", str(out_json), "--md-out", ""]) == 0
     data = json.loads(out_json.read_text())
     assert [g["name"] for g in data["graphs"]] == [
         "RMAT-8 ef16, --order degree", "grid 16x16, 10% removed, shuffled, --order degree"]
-    assert all(c["check"] == "equal" for c in data["cells"])
+    assert all(c["checks"]["ok"] for c in data["cells"])
+
+
+def test_a_wrong_answer_fails_its_cell_and_the_script(tmp_path, monkeypatch, capsys):
+    """One BFS call's answer off by one at a reached vertex: the verifier rejects it, the
+    cell says FAILED and which call, and the script exits 1."""
+    import seraph
+
+    calls = []
+
+    def off_by_one(graph, algorithm, source=None, **options):
+        result = run(graph, algorithm, source, **options)
+        calls.append(algorithm)
+        if len(calls) == 2:  # the first random source's call
+            result.levels[np.flatnonzero(result.levels > 0)[0]] += 1
+        return result
+
+    run = seraph.run
+    monkeypatch.setattr(seraph, "run", off_by_one)
+    out_json = tmp_path / "m.json"
+    rc = bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--graphs", "rmat",
+                            "--algorithms", "bfs", "--sources", "2", "--json-out",
+                            str(out_json), "--md-out", ""])
+    assert rc == 1
+    (cell,) = json.loads(out_json.read_text())["cells"]
+    assert cell["verdict"] == "FAILED" and not cell["checks"]["ok"]
+    assert cell["checks"]["line"] == "checked 4 of 4, 1 WRONG"
+    assert "1 of 256 vertices wrong" in cell["checks"]["problems"][0]
+    assert "bench_matrix: RMAT-8 ef16 bfs: bfs from" in capsys.readouterr().err

@@ -108,3 +108,27 @@ def test_a_compiling_call_leaves_the_next_call_its_budget(tmp_path):
     assert first["compiled"] > 0  # the first call did compile
     for call in (first, second):
         assert 0 < call["peak"] <= call["budget"], call
+
+
+@pytest.mark.parametrize("kind", ["grid", "rmat"])
+def test_a_call_holds_its_budget_after_a_larger_one(kind):
+    """What an earlier, larger call left on the device for the graph counts in the next
+    call's peak: SSSP with no limit keeps every page, the weights and its lightest in-edge
+    bytes there; a BFS after it, resident or paged under a small budget, frees what it does
+    not read before it starts, and holds no more than its budget."""
+    import cupy as cp
+
+    graph = graph_of(kind)
+    source = int(np.argmax(graph.out_degrees()))
+    graph.release_device_memory()
+    held = cp.get_default_memory_pool().used_bytes()  # other tests' arrays
+    resident_bfs = Layout.plan(graph, False, None, weights=False)
+    resident_bfs = resident_bfs.state_bytes + graph.num_pages * resident_bfs.slot_bytes
+    for budget in (resident_bfs, quarter_budget(graph, False, False)):
+        seraph.sssp(graph, source, device="cuda")
+        bfs = seraph.bfs(graph, source, device="cuda", device_memory=budget)
+        assert bfs.stats.resident == (budget == resident_bfs)
+        assert 0 < bfs.stats.peak_device_memory - held <= budget, \
+            f"{kind}: peak {bfs.stats.peak_device_memory - held} > budget {budget}"
+        np.testing.assert_array_equal(bfs.levels,
+                                      seraph.bfs(graph, source, device="cpu").levels)

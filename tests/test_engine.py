@@ -610,11 +610,15 @@ def _core_with_a_tail(weight_of_core: float | None) -> Edges:
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, device):
+def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, device,
+                                                          monkeypatch):
     """When few vertices are left above the strong threshold, the host pulls them instead
     of a dense round (seraph/backends/cpu/bottom_up.py). Under the weak predictor too: it
     stands on the last threshold found while nothing owed an attempt, and it pays every
-    debt (design.md, section 8)."""
+    debt (design.md, section 8). The test sets the limit (every in-edge), so that the
+    rounds do not hang on a backend's own rule."""
+    monkeypatch.setattr(backend_class(device), "bottom_up_edge_limit",
+                        lambda backend, push_limit, num_edges: num_edges)
     # SSSP's threshold settles the core at once only when its weights are zero.
     edges = _core_with_a_tail(0.0 if algorithm == "sssp" else None)
     if algorithm == "cc":
@@ -634,10 +638,17 @@ def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, dev
 def test_a_dense_round_takes_what_a_bottom_up_round_changed(monkeypatch, device):
     """Found by a random search: a bottom-up round lowers vertices (19, level 3) whose
     out-edges are too many to push, so the dense round after it must take them to vertex
-    13 (level 4), which comes before 19 in the bottom-up round's order. (On a GPU, under
-    the bottom-up share it was found with: a larger one pulls every round.)"""
-    if device == "cuda":
-        monkeypatch.setattr("seraph.backends.cuda.backend.BOTTOM_UP_SHARE", 0.5)
+    13 (level 4), which comes before 19 in the bottom-up round's order. The test sets the
+    rounds: the first chance of a bottom-up round is taken (no edge limit) and no later
+    one, so a dense round follows it on every backend and card."""
+    from seraph.rounds import SparseRounds
+
+    monkeypatch.setattr(backend_class(device), "bottom_up_edge_limit",
+                        lambda backend, push_limit, num_edges: float("inf"))
+    pull_once = SparseRounds.bottom_up
+    monkeypatch.setattr(SparseRounds, "bottom_up",
+                        lambda rounds: not rounds.run.stats.bottom_up_rounds
+                        and pull_once(rounds))
     arcs = [(20, 15), (16, 5), (12, 15), (7, 18), (8, 10), (17, 14), (1, 0), (18, 20), (4, 4),
             (9, 8), (20, 4), (20, 19), (20, 18), (13, 3), (0, 9), (10, 0), (1, 16), (3, 18),
             (14, 19), (19, 13), (4, 8), (15, 20), (13, 19), (13, 20), (4, 14), (19, 11),
@@ -651,7 +662,8 @@ def test_a_dense_round_takes_what_a_bottom_up_round_changed(monkeypatch, device)
     edges = Edges(21, src, dst)
     stats = check_run("bfs", edges, 0, Config("pipelined", "strong", 1, None, 8.0), Path(),
                       device).stats
-    assert stats.bottom_up_rounds > 0 and stats.dense_rounds > 0
+    kinds = [entry["kind"] for entry in stats.round_log]
+    assert kinds[kinds.index("bottom-up") + 1] == "dense", kinds
 
 
 def test_pipelined_steps_that_take_several_landed_pages(monkeypatch, sleepy):

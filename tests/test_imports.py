@@ -18,7 +18,7 @@ BASE = {"seraph", "seraph.errors", "seraph.interrupts", "seraph.numba_cache",
         "seraph.progress", "seraph.store", "seraph.temporaries", "seraph.units",
         "seraph.version"}
 #: Above the engine: the algorithms and what drives them by name.
-ABOVE_ENGINE = ("seraph.algorithms", "seraph.cli", "seraph.validate")
+ABOVE_ENGINE = ("seraph.__main__", "seraph.algorithms", "seraph.cli", "seraph.validate")
 
 
 def module_name(path: Path) -> str:

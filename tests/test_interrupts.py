@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ PHASES = {
 #: How a test starts seraph: with SIGINT raising KeyboardInterrupt (see the docstring).
 SERAPH = [sys.executable, "-c", "import signal; "
           "signal.signal(signal.SIGINT, signal.default_int_handler); "
-          "from seraph.cli import entry; entry()"]
+          "import sys; from seraph.__main__ import main; sys.exit(main())"]
 
 
 @pytest.fixture(autouse=True)
@@ -140,14 +141,115 @@ def test_a_killed_run_is_cleaned_up_by_the_next(edge_file, small_file, tmp_path)
     run = start(edge_file, tmp_path)
     wait_for(tmp_path, PHASES["writing pages"], run)
     run.kill()
-    finish(run)
+    # Dead, but not waited for: a zombie, whose process id still exists.
+    os.waitid(os.P_PID, run.pid, os.WEXITED | os.WNOWAIT)
     left = sorted(p.name for p in tmp_path.iterdir())
     assert [name.split("-")[0] for name in left] == [".g.zarr.spill", "g.zarr.tmp"]
-    returncode, err = finish(start(small_file, tmp_path))
+    try:
+        returncode, err = finish(start(small_file, tmp_path))
+    finally:
+        finish(run)
     assert returncode == 0, err
     assert f"removed what an interrupted earlier run left: {', '.join(left)}" in err
     assert [p.name for p in tmp_path.iterdir()] == ["g.zarr"]
     assert Store(tmp_path / "g.zarr").attrs.num_edges > 0
+
+
+def assert_wrote(returncode: int, err: str, folder: Path) -> None:
+    """The run finished: exit 0, its summary, and the store alone in its folder."""
+    assert returncode == 0, err
+    lines = [line for line in err.splitlines() if not line.startswith("compiling")]
+    assert len(lines) == 1 and lines[0].startswith(f"wrote {folder / 'g.zarr'}: "), err
+    assert [p.name for p in folder.iterdir()] == ["g.zarr"]
+    assert Store(folder / "g.zarr").attrs.num_edges > 0
+
+
+@pytest.mark.parametrize("signum, code, word", [SIGINT, SIGTERM])
+def test_a_signal_at_the_end_is_told_as_it_was(edge_file, tmp_path, signum, code, word):
+    """A signal in the last moments of the run: as the last arrays are written (before the
+    commit, or after it if the run is that quick), and once the store is in place."""
+    for folder, pattern in ((tmp_path / "before", "g.zarr.tmp-*/pages"),
+                            (tmp_path / "after", "g.zarr")):
+        folder.mkdir()
+        run = start(edge_file, folder)
+        wait_for(folder, pattern, run)
+        run.send_signal(signum)
+        returncode, err = finish(run)
+        if returncode == code and pattern != "g.zarr":
+            assert_one_line(err, word)
+            assert list(folder.iterdir()) == []
+        else:
+            assert_wrote(returncode, err, folder)
+
+
+def in_process_run(tmp_path: Path) -> int:
+    edges = tmp_path / "e.el"
+    edges.write_text("0 1\n1 2\n2 0\n")
+    return main(["preprocess", str(edges), "-o", str(tmp_path / "g.zarr")])
+
+
+def signal_after(fn):
+    def call_then_signal(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGTERM)
+        return result
+    return call_then_signal
+
+
+def test_signals_before_the_commit_leave_nothing(tmp_path, monkeypatch, capsys):
+    from seraph import store
+
+    monkeypatch.setattr(store, "_fsync_tree", signal_after(store._fsync_tree))
+    assert in_process_run(tmp_path) == 130
+    assert capsys.readouterr().err == "seraph: interrupted; no partial output was left behind\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["e.el"]
+
+
+@pytest.mark.parametrize("moment", ["the rename into place", "the summary"])
+def test_signals_after_the_commit_let_the_run_finish(tmp_path, monkeypatch, capsys, moment):
+    from seraph import store, temporaries
+
+    if moment == "the rename into place":
+        monkeypatch.setattr(temporaries, "commit", signal_after(temporaries.commit))
+    else:
+        monkeypatch.setattr(store.Store, "_validate", signal_after(store.Store._validate))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nor is a coroutine of zarr's left unawaited
+        assert in_process_run(tmp_path) == 0
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert err.startswith(f"wrote {tmp_path / 'g.zarr'}: 3 vertices, 3 edges") and \
+        err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.el", "g.zarr"]
+    assert Store(tmp_path / "g.zarr").attrs.num_edges == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # main() restored it
+
+
+#: A ``seraph`` command whose signal comes while the CLI's modules are imported.
+SIGNAL_WHILE_IMPORTING = """
+import signal, sys
+
+class SignalOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "seraph.algorithms":
+            signal.raise_signal(signal.SIG{}})
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+from seraph.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("signum, code, word", [SIGINT, SIGTERM])
+def test_a_signal_while_importing_gives_one_line(tmp_path, signum, code, word):
+    script = SIGNAL_WHILE_IMPORTING.replace("SIG{}}", signal.Signals(signum).name)
+    run = subprocess.run([sys.executable, "-c", script, "preprocess", "x.el", "-o", "g.zarr"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == code, run.stderr
+    assert run.stderr == f"seraph: {word}; no partial output was left behind\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_temporaries_of_a_live_run_are_left_alone(edge_file, small_file, tmp_path):

@@ -2,8 +2,9 @@
 
 Each module (:mod:`~seraph.algorithms.bfs`, :mod:`~seraph.algorithms.cc`,
 :mod:`~seraph.algorithms.sssp`) holds an algorithm's spec for the engine
-(:class:`~seraph.spec.Algorithm`), its result type, its public function, its verifier
-against scipy and what the CLI prints of it, and registers an :class:`Entry` here. Adding
+(:class:`~seraph.spec.Algorithm`), its result type, its public function, its O(m)
+verifier (:mod:`~seraph.algorithms.verify`), scipy's answer for the tests and what the CLI
+prints of it, and registers an :class:`Entry` here. Adding
 an algorithm means adding a module and its line below (docs/design.md, "Architecture").
 """
 

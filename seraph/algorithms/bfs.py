@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
-from seraph.algorithms.verify import compare
+from seraph.algorithms.verify import compare, verify_paths
 from seraph.api import as_graph, execute_from, make_config, public_call
 from seraph.scheduler import EngineConfig
 from seraph.semiring import UNIT
@@ -71,8 +71,18 @@ def check(graph, levels: np.ndarray, source: int | None) -> str | None:
     return compare(graph, levels, lambda: reference(graph, source))
 
 
+def verify(graph, levels: np.ndarray, source: int | None,
+           predecessors: np.ndarray | None = None) -> str | None:
+    """None if ``levels`` are the hop counts from ``source`` (a store vertex; -1
+    unreached) and the ``predecessors`` (input ids, when given) a BFS tree's, else what is
+    wrong: every edge (u, v) from a reached u has ``levels[v] <= levels[u] + 1``, and every
+    reached vertex but the source has an in-edge with equality
+    (:func:`~seraph.algorithms.verify.verify_paths`)."""
+    return verify_paths(graph, levels, source, predecessors, -1, weighted=False)
+
+
 def summary(levels: np.ndarray) -> str:
     return f"{int((levels >= 0).sum()):,} reached"
 
 
-ENTRY = Entry(SPEC, bfs, BFSResult, reference, check, summary)
+ENTRY = Entry(SPEC, bfs, BFSResult, reference, check, verify, summary)

@@ -43,7 +43,18 @@ from numba import njit, prange
 
 from seraph import progress
 from seraph.algorithms.entry import Entry
-from seraph.algorithms.verify import compare
+from seraph.algorithms.verify import (
+    EDGE_CHUNK,
+    compare,
+    id_table,
+    in_edges,
+    input_id,
+    name,
+    pages,
+    row_from,
+    row_of,
+    wrong,
+)
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
@@ -84,7 +95,7 @@ def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
     full-pass baseline) would reach the hub's component with dense rounds only."""
     if layout.resident or not config.policy.uses_sparse_rounds or graph.num_vertices == 0:
         return None
-    # Kept with the graph: the argmax alone takes 20 ms at 2**26 vertices.
+    # Kept with the graph: the argmax reads every vertex's degree, too much to redo per run.
     hub = graph_cached(graph, "cc hub", lambda: int(np.argmax(out_degrees(graph))))
     return Plan(REACH, hub, lambda run: components_from_hub(run, hub))
 
@@ -190,8 +201,173 @@ def check(graph, labels: np.ndarray, source: int | None = None) -> str | None:
     return compare(graph, labels, lambda: component_labels(graph, reference(graph)))
 
 
+# Why a vertex is wrong: its label differs from an in-neighbour's, is above its own id, or
+# is not the id of a vertex of its component.
+SPLIT, ABOVE_OWN, NOT_IN_COMPONENT = 1, 2, 3
+#: In-edges a vertex hooks before the full pass (Afforest's neighbour rounds).
+SAMPLED = 2
+#: Edges across two trees a task of the full pass keeps for joining; more send the check
+#: round once more.
+ROOM = 256
+
+
+def verify(graph, labels: np.ndarray, source: int | None = None,
+           predecessors: np.ndarray | None = None) -> str | None:
+    """None if ``labels`` (input ids) label each vertex by the smallest id of its
+    component, else what is wrong.
+
+    Both ends of every edge carry the same label, so each label's vertices are whole
+    components; no vertex's label is above its own id; and each vertex's component, found
+    by a union-find of its own, holds the vertex whose id is its label. So each label's
+    vertices are one component, labelled by one of its ids, the smallest.
+
+    The union-find: each vertex's first in-edges hooked in parallel with plain writes
+    (:func:`_hook_first`; a write lost to a race only leaves two trees apart), then a pass
+    over every edge, reading the trees only, keeps the edges whose ends lie in two trees
+    and joins them after each page on one thread (:func:`_join`). Every link ever written
+    joins two vertices of one component, so when that pass kept every such edge it found
+    (a task had room for them all), every edge's ends share a tree and the trees are the
+    components; else the pass runs again, having joined at least one pair of trees."""
+    n = graph.num_vertices
+    indptr, ids = graph.array("csc/indptr"), id_table(graph)
+    labels = np.ascontiguousarray(labels, np.int64)
+    parent = np.arange(n, dtype=np.int32)
+    bad = np.zeros(n, np.uint8)
+    first_vertex, last_vertex = graph.page_first_vertex, graph.page_last_vertex
+    for start, indices, _ in pages(graph):
+        page = start // graph.page_edges
+        _hook_first(indptr, start, indices, first_vertex[page], last_vertex[page], parent)
+    _compress(parent)
+    tasks = -(-graph.page_edges // EDGE_CHUNK)
+    found, counts = np.empty((tasks, ROOM, 2), np.int32), np.zeros(tasks, np.int64)
+    check_labels, missed = True, True
+    while missed:
+        missed = False
+        for start, indices, _ in pages(graph):
+            _find_apart(indptr, start, indices, labels, parent, not graph.symmetric,
+                        check_labels, bad, found, counts)
+            missed |= _join(parent, found, counts[:-(-len(indices) // EDGE_CHUNK)])
+        check_labels = False
+    _compress(parent)
+    owner = np.full(n, -1, np.int32)
+    _claim_roots(labels, ids, parent, owner)
+    _check_roots(labels, ids, parent, owner, bad)
+    return wrong(graph, bad, lambda v, code: _describe(graph, labels, v, code))
+
+
+@njit(cache=True)
+def _find(parent, vertex):
+    """The vertex's root, halving the path on the way with plain writes: each sets a
+    parent to one of its ancestors, so ``parent[x] <= x`` holds whatever the races."""
+    x = np.int64(vertex)
+    while True:
+        p = parent[x]
+        if p == x:
+            return x
+        g = parent[p]
+        if g != p:
+            parent[x] = g
+        x = g
+
+
+@njit(cache=True)
+def _union(parent, u, v):
+    """Hooks the higher of u's and v's roots under the lower (so ``parent[x] <= x``)."""
+    if parent[u] == parent[v]:  # after a compression, most edges' ends: one read
+        return
+    ru, rv = _find(parent, u), _find(parent, v)
+    if ru < rv:
+        parent[rv] = ru
+    elif rv < ru:
+        parent[ru] = rv
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _hook_first(indptr, start, indices, first, last, parent):
+    """The page's part of each vertex's first :data:`SAMPLED` in-edges, hooked in
+    parallel: as in Afforest, these few edges join most of a large component, so that the
+    full pass after them finds few edges across two trees."""
+    end = start + len(indices)
+    for v in prange(first, last + 1):
+        for i in range(max(indptr[v], start), min(indptr[v] + SAMPLED, indptr[v + 1], end)):
+            _union(parent, indices[i - start], v)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad, found,
+                counts):
+    """One page's edges (u, v), each pair once (u < v: a symmetric store holds both
+    directions; every u != v where ``both``): task c keeps the first :data:`ROOM` whose
+    ends lie in two trees in ``found[c]`` and counts them all in ``counts[c]``; with
+    ``check_labels``, the larger end of an edge whose ends' labels differ is marked."""
+    count = len(indices)
+    for c in prange((count + EDGE_CHUNK - 1) // EDGE_CHUNK):
+        lo, kept = c * EDGE_CHUNK, 0
+        v = row_of(indptr, start + lo)
+        for i in range(lo, min(lo + EDGE_CHUNK, count)):
+            v = row_from(indptr, v, start + i)
+            u = indices[i]
+            if not (u < v or (both and u != v)):
+                continue
+            if check_labels and labels[u] != labels[v]:
+                bad[v] = SPLIT
+            if parent[u] != parent[v] and _find(parent, u) != _find(parent, v):
+                if kept < ROOM:
+                    found[c, kept, 0], found[c, kept, 1] = u, v
+                kept += 1
+        counts[c] = kept
+
+
+@njit(nogil=True, cache=True)
+def _join(parent, found, counts):
+    """Joins the trees of the edges :func:`_find_apart` kept, one at a time; returns
+    whether a task found more than it kept."""
+    for c in range(len(counts)):
+        for k in range(min(counts[c], ROOM)):
+            _union(parent, found[c, k, 0], found[c, k, 1])
+    return bool((counts > ROOM).any())
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _compress(parent):
+    for v in prange(len(parent)):
+        parent[v] = _find(parent, v)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _claim_roots(labels, ids, parent, owner):
+    """``owner[root]``: a vertex of the root's component whose label is its own id."""
+    for v in prange(len(labels)):
+        if labels[v] == input_id(ids, v):
+            owner[_find(parent, v)] = v
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _check_roots(labels, ids, parent, owner, bad):
+    """Each vertex's label is no more than its own id and is the id of a vertex of its
+    component (:func:`_claim_roots`)."""
+    for v in prange(len(labels)):
+        held = owner[_find(parent, v)]
+        if bad[v] != 0:
+            continue  # its edge check said why already
+        if labels[v] > input_id(ids, v):
+            bad[v] = ABOVE_OWN
+        elif held < 0 or labels[v] != input_id(ids, held):
+            bad[v] = NOT_IN_COMPONENT
+
+
+def _describe(graph, labels: np.ndarray, v: int, code: int) -> str:
+    if code == SPLIT:
+        src, _ = in_edges(graph, v)
+        u = int(src[np.flatnonzero(labels[src] != labels[v])[0]])
+        return f"has label {labels[v]} but its neighbour {name(graph, u)} has {labels[u]}"
+    if code == ABOVE_OWN:
+        return f"has label {labels[v]}, above its own id"
+    return f"has label {labels[v]}, the id of no vertex of its component"
+
+
 def summary(labels: np.ndarray) -> str:
     return f"{len(np.unique(labels)):,} components"
 
 
-ENTRY = Entry(SPEC, connected_components, CCResult, reference, check, summary)
+ENTRY = Entry(SPEC, connected_components, CCResult, reference, check, verify, summary)

@@ -15,10 +15,13 @@ class Entry:
     """An algorithm as the API, the CLI, the verifier and the scripts use it.
 
     ``run(graph, source, **options)`` is the public function (``source`` only where
-    :attr:`needs_source`); its result has a ``values`` array. ``reference(graph, source)``
-    is scipy's answer in Seraph's conventions and ``check(graph, values, source)`` compares
-    against it (None: equal; else what differs), ``source`` being the store's vertex
-    number. ``summary(values)`` is what the CLI prints of a result.
+    :attr:`needs_source`); its result has a ``values`` array (and ``predecessors`` where
+    it takes a source). ``verify(graph, values, source, predecessors=None)`` checks an
+    answer in O(m) at any size, sharing no code with the engine (None: right; else what
+    is wrong, :mod:`seraph.algorithms.verify`). ``reference(graph, source)`` is scipy's
+    answer in Seraph's conventions and ``check(graph, values, source)`` compares against
+    it, the tests' oracle. ``source`` is the store's vertex number in all three.
+    ``summary(values)`` is what the CLI prints of a result.
     """
 
     spec: Algorithm
@@ -26,6 +29,7 @@ class Entry:
     result_type: type
     reference: Callable[[object, int | None], np.ndarray]
     check: Callable[[object, np.ndarray, int | None], str | None]
+    verify: Callable[..., str | None]
     summary: Callable[[np.ndarray], str]
 
     @property

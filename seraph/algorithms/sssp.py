@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse.csgraph as csgraph
 
 from seraph.algorithms.entry import Entry
-from seraph.algorithms.verify import compare
+from seraph.algorithms.verify import compare, verify_paths
 from seraph.api import as_graph, execute_from, make_config, public_call
 from seraph.errors import InputError
 from seraph.scheduler import EngineConfig
@@ -74,8 +74,19 @@ def check(graph, distances: np.ndarray, source: int | None) -> str | None:
     return compare(graph, distances, lambda: reference(graph, source), close=True)
 
 
+def verify(graph, distances: np.ndarray, source: int | None,
+           predecessors: np.ndarray | None = None) -> str | None:
+    """None if ``distances`` are the float32 shortest distances from ``source`` (a store
+    vertex; inf unreached) and the ``predecessors`` (input ids, when given) a
+    shortest-path tree's, else what is wrong: every edge (u, v) from a reached u has
+    ``distances[v] <= float32(distances[u] + w)``, and every reached vertex but the source
+    is joined to it by edges with equality
+    (:func:`~seraph.algorithms.verify.verify_paths`)."""
+    return verify_paths(graph, distances, source, predecessors, np.inf, weighted=True)
+
+
 def summary(distances: np.ndarray) -> str:
     return f"{int(np.isfinite(distances).sum()):,} reached"
 
 
-ENTRY = Entry(SPEC, sssp, SSSPResult, reference, check, summary)
+ENTRY = Entry(SPEC, sssp, SSSPResult, reference, check, verify, summary)

@@ -107,6 +107,13 @@ class Backend(ABC):
         yield PeakMemory()
 
     @classmethod
+    def make_room(cls, graph, layout: Layout) -> None:
+        """Before a run is measured: frees what earlier runs left on the device for the
+        graph that this run's ``layout`` does not use, so that the run holds no more than
+        its budget (nothing to free on a device that is the host's memory)."""
+        return None
+
+    @classmethod
     def default_budget(cls, graph) -> int | None:
         """The memory budget when the run names none (None: no limit, everything resident)."""
         return None

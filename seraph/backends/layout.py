@@ -21,9 +21,9 @@ MAX_BLOCKS = 4096
 #: small graphs push as far as the CPU engine does.
 FRONTIER_SHARE = 8
 FRONTIER_MIN = 1 << 16
-#: The most blocks a device's push loop runs (co-resident ones: about a thousand on an
-#: H100). DEVICE_SCRATCH: their per-block scan sums, and a device's small status arrays,
-#: each rounded up to cupy's 512-byte allocation unit.
+#: The most blocks a device's push loop runs (co-resident ones: about a thousand on a
+#: large data-center card). DEVICE_SCRATCH: their per-block scan sums, and a device's
+#: small status arrays, each rounded up to cupy's 512-byte allocation unit.
 MAX_PUSH_BLOCKS = 1024
 DEVICE_SCRATCH = 8 * MAX_PUSH_BLOCKS + (1 << 13)
 #: Bytes a device keeps per page: its first and last vertex and hub chunk offset, and, per

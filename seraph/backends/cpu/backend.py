@@ -34,14 +34,10 @@ from seraph.semiring import STORED, UNIT
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
-#: have m/2 out-edges, not m/20. Measured on 2 threads, 4 random sources, public call
-#: median at alpha 20 / 2: R-MAT-20 0.337 / 0.307 s resident, 0.590 / 0.300 s at a quarter
-#: budget; uniform-20 0.713 / 0.412 s and 1.007 / 0.430 s; the 1024^2 grids push every
-#: round either way (docs/engine.md, "Dense and sparse phases").
+#: have m/2 out-edges, not m/20 (docs/engine.md, "Dense and sparse phases").
 ORDERED_PUSH_ALPHA = 2.0
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
-#: in-edge once with no atomic write, about half the cost of a pushed edge (2.1-3.4 ns
-#: against 3.9-6.4 ns on RMAT-20, 2 threads).
+#: in-edge once with no atomic write, where a pushed edge also writes atomically.
 PULL_PER_PUSH = 2
 
 
@@ -201,7 +197,7 @@ class CpuBackend(HostPush):
 @njit(cache=True, parallel=True)
 def _state_counts(states: np.ndarray, num_states: int) -> np.ndarray:
     """Vertices per weak state, counted per chunk in parallel (np.bincount of the masked
-    states took 4 ms a round at a million vertices, a fifth of a weak CC run's overhead)."""
+    states is one serial pass and a temporary, every round)."""
     chunks = max(1, min(64, len(states) >> 16))
     counts = np.zeros((chunks, num_states), dtype=np.int64)
     for c in prange(chunks):

@@ -56,7 +56,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
     or ``inf``, the in-edges of ``vertices``)."""
     weights = np.zeros(0, dtype=np.float32) if weights is None else weights
-    ends = edge_ends(indptr, vertices)  # compiled: numpy's three passes took 6 ms a round
+    ends = edge_ends(indptr, vertices)  # compiled: one pass, where numpy takes three
     total = int(ends[-1]) if len(ends) else 0
     pieces = max(1, min(round_pieces(), total // GRAIN_EDGES))  # as the push engine's
     # Piece p takes the vertices whose in-edges end in its share of the round's edges.
@@ -82,9 +82,8 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     counts = np.zeros(chunks, dtype=np.int64)
     edges = np.zeros(chunks, dtype=np.int64)
     for c in prange(chunks):
-        # Counted in locals, published between blocks of _LOOK_EVERY vertices: testing
-        # the position every vertex for a look (a modulo) had kept this loop at 3.5 ms a
-        # call on R-MAT-20's BFS, against 1.0 ms.
+        # Counted in locals, published between blocks of _LOOK_EVERY vertices, so no
+        # vertex pays for testing whether a look is due (a modulo).
         count = edge_count = 0
         lo, hi = n * c // chunks, n * (c + 1) // chunks
         for look in range(lo, hi, _LOOK_EVERY):

@@ -23,7 +23,7 @@ class HostPush(Backend):
         graph, alg = self.graph, self.algorithm
         indptr, indices, weights = graph.csr()
         if self._scratch is None:
-            # Filling a new one costs O(n): 50 ms at 67 M vertices.
+            # Filling a new one costs O(n), too much for every round.
             self._scratch = take_pooled(graph, "push_scratch",
                                         lambda: Scratch(graph.num_vertices))
         values = self.host_values()

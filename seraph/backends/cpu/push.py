@@ -51,17 +51,16 @@ GRAIN_EDGES = 4096
 #: Pieces per thread, so threads that draw cheap pieces (few successful updates) take more.
 _PIECES_PER_THREAD = 4
 #: Sorted ids of a set larger than 1/(_SCAN_RATIO x threads) of the vertices come faster
-#: from scanning a flag per vertex in parallel (about 1.4 ns each over the threads) than
-#: from sorting the ids (about 46 ns each); measured at 8 M vertices on 2 threads.
+#: from scanning a flag per vertex in parallel than from sorting the ids: a flag costs
+#: that many times less than an id to sort.
 _SCAN_RATIO = 32
 #: Vertices per chunk of a parallel scan, at least, and the most chunks.
 _SCAN_CHUNK = 1 << 16
 _MAX_SCAN_CHUNKS = 512
 #: A round, or a delta-stepping bin, whose out-edges reach this is pushed in parallel;
 #: smaller ones are pushed by one thread, since waking the pool costs as much as pushing
-#: ~10^5 edges on a busy machine. Pushing rounds of GRAIN_EDGES or more in parallel made
-#: a road-like 1024^2 grid's BFS 15% slower on 2 cores, and R-MAT-20's and uniform-20's
-#: no faster.
+#: ~10^5 edges on a busy machine: a lower limit slows a road-like grid's many mid-sized
+#: rounds and speeds up no other graph.
 _PARALLEL_EDGES = 1 << 16
 #: Auto delta: this many mean weights per average out-degree (see default_delta).
 _DELTA_DEGREES = 4.0
@@ -122,8 +121,8 @@ def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
 class Scratch:
     """The per-vertex scratch arrays of :func:`push_until`, which leaves them clean.
 
-    Allocating and filling them costs O(n) per call (14 ms at 8 M vertices for the
-    delta-stepping bins, filled in numba), which is more than a tail of small pushes
+    Allocating and filling them costs O(n) per call (the delta-stepping bins are filled
+    in numba), which is more than a tail of small pushes
     costs. A caller that pushes again and again on one graph passes one Scratch to every
     call (the engine keeps one with the graph, for all its runs)."""
 
@@ -184,8 +183,8 @@ def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
 
     Meyer and Sanders' delta for random weights is Theta(max weight / degree): each bin then
     holds about as many vertices as one round can use, and a vertex is rarely lowered after
-    it was pushed. The constant was measured on a 1024^2 grid, and on R-MAT and uniform
-    graphs of scale 20, with weights 1..255 (docs/engine.md).
+    it was pushed. One constant serves grids and R-MAT and uniform graphs with GAP's
+    weights (docs/engine.md, "Dense and sparse phases").
     """
     m = len(weights)
     if m == 0:
@@ -236,7 +235,7 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
     ``live`` (:data:`seraph.progress.LIVE`), and it stops once ``halt[0]`` is set
     (:mod:`seraph.interrupts`): the frontier it returns still holds every vertex waiting."""
     # Room for every vertex once (a BFS claims each at most once), reserved, not touched:
-    # grown from 16, it was reallocated and copied 16 times in a grid BFS (a million claims).
+    # grown from a small size, it would be reallocated and copied log2(n) times in a BFS.
     changed = np.empty(max(16, 2 * len(frontier), len(values)), dtype=np.int64)
     count = rounds = edges = 0
     ordered = False
@@ -297,8 +296,7 @@ def _frontier_edges(indptr, frontier, max_degree, threshold):
     larger number) takes the same branch either way, and the room reserved for a round's
     claims (one per edge) only needs a bound. Counting reads every new vertex's row bounds,
     the first touch of each, where the next round's prefetched reads take those misses
-    anyway: a road-like 1024^2 grid's BFS took 0.015 s instead of 0.017-0.018 s renumbered,
-    0.029 s instead of 0.031-0.033 s on shuffled ids (2 cores, alternated)."""
+    anyway, so a road network's BFS, whose frontiers are small, would pay them twice."""
     bound = len(frontier) * max_degree
     return bound if bound < threshold else _out_edges(indptr, frontier)
 
@@ -331,7 +329,7 @@ def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, i
     last = len(frontier) - 1
     for i in range(len(frontier)):
         # Rows ahead (see _BOUNDS_AHEAD), written out: a compiled helper taking the
-        # arrays made this loop 40% slower than no prefetch at all.
+        # arrays costs this loop more than the prefetch saves.
         prefetch(indptr, frontier[min(i + _BOUNDS_AHEAD, last)])
         prefetch(indices, indptr[frontier[min(i + _ROW_AHEAD, last)]])
         u = frontier[i]
@@ -386,7 +384,8 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
 
 
 def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
-    """Sorted unique ids in [0, n) from int64 arrays (np.unique hashes: ten times slower)."""
+    """Sorted unique ids in [0, n) from int64 arrays (np.unique's sort
+    and mask make more passes)."""
     if _scan_is_faster(sum(len(a) for a in arrays), n, round_pieces()):
         marks = np.zeros(n, dtype=np.uint8)
         for ids in arrays:
@@ -401,7 +400,7 @@ def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
 
 @njit(cache=True)
 def _mark(marks, ids):
-    """``marks[ids] = 1``, which numpy takes twice as long over (5 ms for a million ids)."""
+    """``marks[ids] = 1`` in one compiled loop, without numpy's fancy-index overhead."""
     for v in ids:
         marks[v] = 1
 

@@ -74,7 +74,7 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
 def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,
                        sample_rounds: int = SAMPLE_ROUNDS) -> np.ndarray:
     """:func:`components` of a CSC known to be well formed: its check reads every edge,
-    about a fifth of the run on RMAT-20."""
+    a sizeable share of the run."""
     parent = new_forest(num_vertices)
     for r in range(sample_rounds):
         link_edges(parent, indptr, indices, first_neighbour=r, neighbour_count=1)

@@ -51,7 +51,7 @@ from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.push import default_delta
 from seraph.backends.cpu.union_find import GIANT_SAMPLES, giant_sample, most_common
 from seraph.backends.cuda.kernels import interface
-from seraph.backends.layout import MAX_PUSH_BLOCKS, frontier_capacity
+from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
@@ -66,13 +66,9 @@ _modules: dict[tuple[str, bool], cp.RawModule] = {}
 _REGISTER_MAPPED = 2
 #: BFS's push limit when pages move: its levels push while their out-edges are fewer than
 #: m / LEVEL_PUSH_ALPHA. A dense round moves every active page, a pass over PCIe, where a
-#: pushed level reads just its frontier's out-edges in place, each once. Public calls at a
-#: quarter budget on an H100 (4 random sources): uniform-24 BFS took 0.060 s at alpha 20
-#: (a dense round, 2.15 GB copied) and 0.047 s at 2, 4 and 8 (five pushed levels, then
-#: bottom-up, nothing copied); R-MAT-24 and a road-like 2048^2 grid took the same at every
-#: alpha. SSSP keeps PUSH_ALPHA: delta-stepping relaxes edges more than once, and pushing
-#: further made uniform-24 slower (0.39 s at 20, 0.44-0.48 s at 1-4) while R-MAT-24 gained
-#: (0.29 s at 20, 0.22 s at 2).
+#: pushed level reads just its frontier's out-edges in place, each once. SSSP keeps
+#: PUSH_ALPHA: delta-stepping relaxes edges more than once, so pushing further than that
+#: does not pay on every graph.
 LEVEL_PUSH_ALPHA = 4.0
 #: When pages move, a bottom-up round takes up to this share of all edges (see
 #: CudaBackend.bottom_up_edge_limit).
@@ -159,7 +155,7 @@ def _memcpy(dst: int, src: int, nbytes: int, kind: int, stream: cp.cuda.Stream) 
 
 def _pin(graph, array: np.ndarray) -> None:
     """Registers one of the graph's page arrays as pinned, mapped memory, once per graph:
-    pinning 8 GiB takes about 0.6 s, too long to repeat in every run. The pages stay
+    pinning costs time in proportion to the bytes, too much to repeat in every run. The pages stay
     pinned until the graph is garbage-collected."""
     pinned = graph_cached(graph, "pinned", set)
     ptr = array.ctypes.data
@@ -264,6 +260,17 @@ class DeviceGraph:
                 uploaded += host.nbytes
         return uploaded
 
+    def keep_only(self, layout: Layout) -> None:
+        """Frees what ``layout``'s run would not read: the pages when they move by slot,
+        the weights when it reads none, SSSP's lightest in-edge bytes when its rule does
+        not use them. Its budget counts only what it reads."""
+        if not layout.resident:
+            self.drop_pages()
+        if not layout.weights:
+            self.weights = None
+        if not layout.lightest:
+            self.lightest = None
+
     def drop_pages(self) -> None:
         """Frees the resident pages: a run that pages needs the room for its slots."""
         self.indices = self.weights = None
@@ -305,6 +312,12 @@ class CudaBackend(HostPush):
             yield memory
 
     @classmethod
+    def make_room(cls, graph, layout: Layout) -> None:
+        held = graph.__dict__.get("_engine_cache", {}).get("device")
+        if held is not None:
+            held.keep_only(layout)
+
+    @classmethod
     def default_budget(cls, graph) -> int:
         return default_budget(graph)
 
@@ -322,18 +335,12 @@ class CudaBackend(HostPush):
         """A share of all edges (:data:`BOTTOM_UP_SHARE`): the round reads the unsettled
         vertices' in-edges from the host's pinned CSC in place, in aligned 128-byte tiles at
         about the PCIe copy rate (kernels/pull.cu, pull_tiles), where the dense round moves
-        every active page. Measured on RMAT-26 at 25% on an H100 (docs/engine.md): BFS's
-        round read 875 M in-edges in 73 ms, where a dense round over all 2.1 G takes about
-        0.25 s; SSSP took 0.756 s at 0.7 and 0.9, with one dense round where 0.5 needs two
-        (0.821 s).
+        every active page; past that share a dense round's copies cost less.
 
         No limit for SSSP on rows listed lightest first (``Graph.rows_by_weight``) when
         pages move: its pulls stop at the first in-edge too heavy to help, so a round reads
-        a fraction of the in-edges it counts, where a dense round copies every page. On
-        RMAT-26 at 25% on an H200 (docs/benchmarks/matrix-gpu.md) every dense round then
-        gave way to bottom-up rounds: 0.70 s -> 0.45 s from random sources; uniform-25
-        stayed at 0.72 s. A resident graph's dense rounds copy nothing, and keep the
-        share (not measured without it)."""
+        a fraction of the in-edges it counts, where a dense round copies every page. A
+        resident graph's dense rounds copy nothing, and keep the share."""
         if self._pulls_stop_early and not self.layout.resident:
             return math.inf
         return BOTTOM_UP_SHARE * num_edges
@@ -365,6 +372,7 @@ class CudaBackend(HostPush):
         self._host_indices, self._host_weights = indices, weights
         num_slots = graph.num_pages if layout.resident else layout.num_slots
         device_graph = DeviceGraph.of(graph, self.compute_stream)
+        device_graph.keep_only(layout)
         self.indptr, self.page_first = device_graph.indptr, device_graph.page_first
         self._page_last = device_graph.page_last
         with self.compute_stream:
@@ -384,7 +392,6 @@ class CudaBackend(HostPush):
                 # Resident pages sit at their own offsets: they are the whole CSC.
                 self._csc_indices, self._csc_weights = self.slot_indices, self.slot_weights
             else:
-                device_graph.drop_pages()
                 self.slot_indices = cp.empty(max(1, num_slots * pe), dtype=cp.int32)
                 self.slot_weights = cp.empty(max(1, num_slots * pe) if weights is not None
                                              else 1, dtype=cp.float32)
@@ -405,11 +412,8 @@ class CudaBackend(HostPush):
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._no_codes = cp.zeros(1, dtype=cp.uint8)
-            if self.lightest.unit > 0:
-                self._light_codes = device_graph.hold_lightest(self.lightest.codes)
-            else:  # a run that does not read SSSP's bytes leaves them no room
-                device_graph.lightest = None
-                self._light_codes = self._no_codes
+            self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
+                if self.lightest.unit > 0 else self._no_codes
             # select.cu's rule for the changed flags: a flag above 0.
             self._flag_set = {"threshold": 0, "light_codes": self._no_codes, "light_unit": 0}
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
@@ -699,8 +703,8 @@ class CudaBackend(HostPush):
                 _iota(self.values)  # in place: cp.arange would hold a second copy
 
     def host_values(self) -> np.ndarray:
-        # Pinned, so the values cross at full PCIe speed; allocating 268 MB of pinned memory
-        # takes longer than the copy, so the buffer is kept with the graph for its next run.
+        # Pinned, so the values cross at full PCIe speed; allocating pinned memory takes
+        # longer than the copy, so the buffer is kept with the graph for its next run.
         if self._host is None:
             self._host = take_pooled(self.graph, "pinned_values", lambda: cupyx.empty_pinned(
                 self.graph.num_vertices, dtype=np.uint32))
@@ -711,8 +715,7 @@ class CudaBackend(HostPush):
     def result(self, output: Output) -> np.ndarray:
         # The caller gets a fresh pageable array (pinned memory is too scarce to hand out),
         # converted from the pinned buffer by every host thread: a copy straight into
-        # pageable memory runs at about 2 GB/s, 124 ms for 67 M values, against 5 ms to the
-        # pinned buffer and 14 ms from there (H100 host, 16 cores).
+        # pageable memory is bound by one thread's page faults.
         staged = self.host_values()
         self.compute_stream.synchronize()
         return output_values(staged, self.algorithm.inf, output.dtype, output.unreached,
@@ -721,8 +724,7 @@ class CudaBackend(HostPush):
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         """Only the push engine's changes cross back over PCIe, in pieces through the push
         lists' room: the budget counts it, and a push on the host leaves it idle. Uploaded
-        whole, the ids and values of a grid BFS's million changes took 12 bytes each the
-        budget did not count."""
+        whole, the changes' ids and values would take memory the budget does not count."""
         values = self._host.view(self.algorithm.dtype)
         stream = self.compute_stream
         for ids, part in self._uploaded(changed):

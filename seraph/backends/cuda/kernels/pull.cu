@@ -232,11 +232,10 @@ __device__ __forceinline__ long long warp_min(long long x) {
 
 // A bottom-up round's pulls of every vertex that is not a hub (hubs: their chunks, in
 // sweep_items), by tiles of 32 consecutive vertices, one a warp. In a bottom-up round the
-// CSC is read in place over PCIe (the host's, mapped), where, as we read the figures in
-// docs/engine.md ("Tiles"), the number of read requests counts, not their bytes: lane
-// groups of 2 to 16 lanes striding over single rows all read at one rate (22 GB/s on one
-// H100 host, 9 on another), and these tiles at 48 GB/s. A warp's fully coalesced, 128-byte-aligned read
-// of 32 edges is one request. Consecutive vertices' rows are adjacent in the CSC, so the
+// CSC is read in place over PCIe (the host's, mapped), where the number of read requests
+// counts, not their bytes (docs/engine.md, "Tiles"): lane groups of 2 to 16 lanes
+// striding over single rows all read at one rate, below these tiles'. A warp's fully
+// coalesced, 128-byte-aligned read of 32 edges is one request. Consecutive vertices' rows are adjacent in the CSC, so the
 // warp reads the aligned 32-edge chunks that cover its open vertices' rows, skipping
 // chunks that hold none; each lane finds whose row its edge is in, and a segmented
 // minimum over the lanes gives each row's best candidate of the chunk. A BFS row stops

@@ -180,9 +180,7 @@ __device__ long long scan_out_degrees(cg::grid_group& grid, const int* list, lon
 // network, whose vertices have about the same degree, the guess lands a few places off,
 // in the cache line it reads first, where a binary search chained a dozen loads into
 // every one of thousands of rounds. A round of many edges a thread is bound by the loads'
-// number instead, which a far guess only adds to, so it searches the whole list. (On an
-// H200 resident R-MAT-24 SSSP took 7-9% longer with the guess, in every round or only in
-// such rounds alike; with the rest of b93c051's push loop it is back at 0.022-0.023 s.)
+// number instead, which a far guess only adds to, so it searches the whole list.
 #define GUESS_STEPS 3
 __device__ __forceinline__ long long owner(const long long* ends, long long count,
                                            long long total, long long e, bool guess) {

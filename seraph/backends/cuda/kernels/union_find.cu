@@ -51,12 +51,11 @@ __device__ __forceinline__ int4 row_chunk(const int* indices, long long m, long 
 }
 
 // Afforest's sampling, with one read of host memory for most vertices: read in place, each
-// load costs a PCIe request however few of its bytes are used (two passes of one 4-byte
-// load a vertex were 60% of CC's time on a uniform graph, and eight loads from one line
-// were no faster), so each vertex links the neighbours in its row's first 16-byte chunk
+// load costs a PCIe request however few of its bytes are used (a 4-byte load costs what a
+// whole line's does), so each vertex links the neighbours in its row's first 16-byte chunk
 // and, when that holds only one, in the next chunk too. It links two of them where the row
 // has two, as Afforest's two sampling passes do: linking all a chunk holds changes no
-// component but costs root walks and retried swaps (uniform-22's CC took 1.5x as long).
+// component but costs root walks and retried swaps.
 __global__ void link_sampled(LINK_SAMPLED_PARAMS) {
     const long long m = indptr[n];
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;

@@ -1,0 +1,157 @@
+"""Seraph's CPU backend beside the GAP benchmark suite on the same graphs, from the same
+sources, the two alternated source by source so that both see the same load.
+
+    python scripts/bench_gap.py --gap-dir DIR [--kinds rmat uniform] [--scale 20]
+        [--sources 8] [--repeat 2] [--workdir DIR] [--json-out FILE] [--md-out FILE]
+
+GAP (github.com/sbeamer/gapbs) is not part of Seraph: build it in ``--gap-dir`` first
+(``make bfs cc sssp converter``). Each graph is ``benchlib.generated(kind, scale,
+gap_weights())``: edge factor 16, seed 1, symmetrized, GAP's weights (integers 1..255),
+not relabelled, so a store vertex is GAP's ``-r``. It is written as a GAP weighted edge
+list with each undirected edge once, and GAP's converter symmetrizes it back (``-s``)
+into ``.sg`` (BFS, CC) and ``.wsg`` (SSSP) files, kept in ``--workdir``.
+
+Sources: ``--sources`` random non-isolated vertices (seed 0); CC, which takes none, runs
+as many times. Each source runs ``--repeat`` times, GAP then Seraph in turn, and each
+system's fastest is kept: GAP's "Trial Time" (one process a source, ``-n 1``, the graph
+loaded before the trial; SSSP with ``-d 2``, the delta of GAP's own benchmark for kron
+and urand), Seraph's public call (``stats.call_time``) after a first call reported apart.
+GAP runs on as many OpenMP threads as numba has. The first source's answers are checked:
+Seraph's against scipy, GAP's by its own ``-v``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+from pathlib import Path
+
+import benchlib
+import numpy as np
+
+KINDS = ("rmat", "uniform")
+#: GAP's kernel, graph file and extra options per algorithm.
+GAP = {"bfs": ("bfs", "sg", []), "cc": ("cc", "sg", []), "sssp": ("sssp", "wsg", ["-d", "2"])}
+RESULT = {"bfs": "levels", "cc": "labels", "sssp": "distances"}
+TRIAL = re.compile(r"^Trial Time:\s+([0-9.]+)", re.M)
+
+
+def gap_files(graph, name: str, gap_dir: Path, work: Path) -> dict[str, Path]:
+    """The graph in GAP's serialized forms (made once per ``work``)."""
+    out = {"sg": work / f"{name}.sg", "wsg": work / f"{name}.wsg"}
+    if all(p.exists() for p in out.values()):
+        return out
+    indptr, indices, weights = graph.csr()
+    src = np.repeat(np.arange(graph.num_vertices), np.diff(indptr))
+    half = src < indices
+    edges = work / f"{name}.wel"
+    np.savetxt(edges, np.stack([src[half], indices[half], weights[half]], 1), fmt="%d %d %d")
+    for flag, path in (("-b", out["sg"]), ("-wb", out["wsg"])):
+        subprocess.run([str(gap_dir / "converter"), "-sf", str(edges), flag, str(path)],
+                       check=True, capture_output=True)
+    edges.unlink()
+    return out
+
+
+def gap_call(gap_dir: Path, files: dict, alg: str, source: int | None, threads: int,
+             verify: bool = False) -> tuple[float, bool | None]:
+    """GAP's trial time for one source, and its own verification's verdict if asked."""
+    kernel, form, extra = GAP[alg]
+    cmd = [str(gap_dir / kernel), "-f", str(files[form]), "-n", "1", *extra]
+    cmd += ["-r", str(source)] if source is not None else []
+    cmd += ["-v"] if verify else []
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env={**os.environ, "OMP_NUM_THREADS": str(threads)}).stdout
+    passed = ("Verification:" in out and "PASS" in out) if verify else None
+    return float(TRIAL.search(out).group(1)), passed
+
+
+def cells_of(kind: str, args) -> list[dict]:
+    """BFS, CC and SSSP on one graph class, both systems."""
+    import numba
+
+    import seraph
+    from partitioner.generators import gap_weights
+    from seraph.sources import random_sources
+    from seraph.validate import check
+
+    graph = benchlib.generated(kind, args.scale, gap_weights())
+    name = f"{'kron' if kind == 'rmat' else 'uniform'}-{args.scale}"
+    files = gap_files(graph, name, Path(args.gap_dir), Path(args.work))
+    threads = numba.config.NUMBA_NUM_THREADS
+    picked = random_sources(graph, args.sources, 0)
+    cells = []
+    for alg in ("bfs", "cc", "sssp"):
+        sources = picked if alg != "cc" else [None] * args.sources
+        first = seraph.run(graph, alg, sources[0], device="cpu")
+        seraph_ok = check(graph, alg, first.values, sources[0]) is None
+        _, gap_ok = gap_call(Path(args.gap_dir), files, alg, sources[0], threads, True)
+        gap_times, seraph_times = [], []
+        for source in sources:
+            gap, ours = [], []
+            for _ in range(args.repeat):
+                gap.append(gap_call(Path(args.gap_dir), files, alg, source, threads)[0])
+                ours.append(seraph.run(graph, alg, source, device="cpu").stats.call_time)
+            gap_times.append(min(gap))
+            seraph_times.append(min(ours))
+        cells.append({"graph": name, "vertices": graph.num_vertices,
+                      "stored_edges": graph.num_edges, "algorithm": alg,
+                      "sources": [int(s) for s in sources if s is not None],
+                      "seraph_first_call": first.stats.call_time,
+                      "seraph": seraph_times, "gap": gap_times,
+                      "seraph_median": statistics.median(seraph_times),
+                      "gap_median": statistics.median(gap_times),
+                      "equal": bool(seraph_ok and gap_ok)})
+    return cells
+
+
+def report(cells: list[dict], info: dict, command: str) -> str:
+    rows = [[c["graph"], c["algorithm"].upper(),
+             f"{benchlib.seconds(c['seraph_median'])} / {benchlib.seconds(max(c['seraph']))}",
+             f"{benchlib.seconds(c['gap_median'])} / {benchlib.seconds(max(c['gap']))}",
+             benchlib.ratio(c["seraph_median"], c["gap_median"]),
+             benchlib.seconds(c["seraph_first_call"]),
+             "checked" if c["equal"] else "**FAILED**"] for c in cells]
+    return "\n".join([
+        "# CPU backend against the GAP benchmark suite", "", f"Command: `{command}`", "",
+        benchlib.machine_markdown(info), "",
+        "Seconds: median / max over the sources of each system's fastest run per source, "
+        "the two alternated source by source. *ratio*: Seraph's median over GAP's. "
+        "*first call*: Seraph's first call, not in the median. *answers*: Seraph's first "
+        "answer against scipy, GAP's by its own `-v`.", "",
+        benchlib.markdown_table(["graph", "alg", "Seraph", "GAP", "ratio", "first call",
+                                 "answers"], rows, [False] * 2 + [True] * 4 + [False]), ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--gap-dir", required=True, help="where GAP's bfs, cc, sssp and converter are")
+    p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    p.add_argument("--scale", type=int, default=20)
+    p.add_argument("--sources", type=int, default=8)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--workdir", default=None, help="where GAP's graph files go (kept)")
+    p.add_argument("--json-out", default=None)
+    p.add_argument("--md-out", default=None,
+                   help="default docs/benchmarks/cpu-vs-gap.md; '' for none")
+    p.set_defaults(device="cpu")  # GAP's side is CPU-only, and so is this comparison
+    args = p.parse_args(argv)
+    missing = [k for k in ("bfs", "cc", "sssp", "converter")
+               if not (Path(args.gap_dir) / k).is_file()]
+    if missing:
+        p.error(f"--gap-dir {args.gap_dir} lacks GAP's {', '.join(missing)}: build them there "
+                "with `make bfs cc sssp converter`")
+    md_out = benchlib.DOCS / "cpu-vs-gap.md" if args.md_out is None else (args.md_out or None)
+    with benchlib.workdir(args.workdir) as work:
+        args.work = str(work)
+        return benchlib.run_cells(
+            "bench_gap.py", args, argv,
+            lambda: [cell for kind in args.kinds for cell in cells_of(kind, args)], report,
+            md_out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

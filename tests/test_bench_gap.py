@@ -1,0 +1,72 @@
+"""scripts/bench_gap.py at a tiny size against a stand-in for GAP's binaries, which records
+how it is called: every source goes to GAP's ``-r`` and to Seraph, SSSP reads the weighted
+file with ``-d 2``, GAP gets numba's thread count, and its trial times are parsed."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+import numba
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import bench_gap  # noqa: E402
+
+FAKE_KERNEL = """#!{python}
+import os, sys
+args = sys.argv[1:]
+name, threads = os.path.basename(sys.argv[0]), os.environ["OMP_NUM_THREADS"]
+with open({log!r}, "a") as log:
+    log.write(" ".join([name, threads, *args]) + "\\n")
+print("Trial Time:          0.01250")
+if "-v" in args:
+    print("Verification:           PASS")
+"""
+FAKE_CONVERTER = """#!{python}
+import sys
+open(sys.argv[-1], "w").write(open(sys.argv[2]).read())
+"""
+
+
+def fake_gap(folder: Path, log: Path) -> Path:
+    folder.mkdir()
+    for name in ("bfs", "cc", "sssp", "converter"):
+        text = FAKE_CONVERTER if name == "converter" else FAKE_KERNEL
+        path = folder / name
+        path.write_text(text.format(python=sys.executable, log=str(log)))
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
+    log = tmp_path / "calls.log"
+    gap = fake_gap(tmp_path / "gap", log)
+    out_json = tmp_path / "g.json"
+    assert bench_gap.main(["--gap-dir", str(gap), "--kinds", "rmat", "--scale", "6",
+                           "--sources", "2", "--repeat", "2", "--workdir",
+                           str(tmp_path / "work"), "--json-out", str(out_json),
+                           "--md-out", ""]) == 0
+    cells = json.loads(out_json.read_text())["cells"]
+    assert [c["algorithm"] for c in cells] == ["bfs", "cc", "sssp"]
+    assert all(c["equal"] and c["gap"] == [0.0125, 0.0125] for c in cells)
+    calls = [line.split() for line in log.read_text().splitlines()]
+    assert len(calls) == 3 * (1 + 2 * 2)  # a verified first run, then sources x repeat
+    sources = cells[0]["sources"]
+    for kernel, threads, *args in calls:
+        assert threads == str(numba.config.NUMBA_NUM_THREADS)
+        assert args[args.index("-f") + 1].endswith(".wsg" if kernel == "sssp" else ".sg")
+        assert ("-d" in args) == (kernel == "sssp")
+        assert ("-r" in args) == (kernel != "cc")
+    bfs_sources = [c[c.index("-r") + 1] for c in calls if c[0] == "bfs"]
+    assert bfs_sources == [str(s) for s in [sources[0], *(s for s in sources for _ in "ab")]]
+    assert "| kron-6 | SSSP |" in capsys.readouterr().out
+
+
+def test_a_missing_gap_is_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench_gap.main(["--gap-dir", str(tmp_path)])
+    assert stop.value.code == 2
+    assert "lacks GAP's bfs, cc, sssp, converter" in capsys.readouterr().err
