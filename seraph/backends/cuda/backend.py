@@ -73,10 +73,11 @@ LEVEL_PUSH_ALPHA = 4.0
 #: When pages move, a bottom-up round takes up to this share of all edges (see
 #: CudaBackend.bottom_up_edge_limit).
 BOTTOM_UP_SHARE = 0.7
-#: Waiting for a launch, the host asks whether it is done for this long, then every
-#: POLL_S, so that a signal's handler can run meanwhile (see CudaBackend._finish).
-SPIN_S = 0.002
-POLL_S = 0.001
+#: Waiting for a launch, the host asks whether it is done for this long, as a blocking
+#: synchronize would spin, then every POLL_S: a signal's handler runs meanwhile (see
+#: CudaBackend._finish), and a sleep after a short launch would delay every window step.
+SPIN_S = 0.05
+POLL_S = 0.0005
 
 
 def _kernels(source: str = "pull.cu", cooperative: bool = False) -> cp.RawModule:
