@@ -43,10 +43,10 @@
 // the smallest waiting value (the strong rule's threshold: every later update descends
 // from a waiting vertex).
 //
-// `live` is host memory mapped into the device's. After each round the loop writes the
-// rounds and the near list's length there ([1], [2]), for the host to show while it waits;
-// every HOST_LOOK_ROUNDS rounds it reads [0], which the host sets when a signal stops the
-// run (seraph/interrupts.py), and then ends the phase at the round's end, its lists as
+// `live` is host memory mapped into the device's. Every HOST_LOOK_ROUNDS rounds the loop
+// writes the rounds so far and the near list's length there ([1], [2]), for the host to
+// show while it waits, and reads [0], which the host sets when a signal stops the run
+// (seraph/interrupts.py); it then ends the phase at the round's end, its lists as
 // consistent as at any other end (the host does not read them).
 //
 // The kernels' parameters (PUSH_LOOP_PARAMS) and OWES come from the header that
@@ -58,9 +58,9 @@ namespace cg = cooperative_groups;
 #define NEAR_BIT 1u
 #define FAR_BIT 2u
 #define NEAR_BIT_ODD 4u
-// Rounds between reads of the host's stop word (a read over PCIe, by one thread, while the
-// others wait at the grid sync).
-#define HOST_LOOK_ROUNDS 16
+// Rounds between looks at the host's memory: a read and two writes over PCIe by one
+// thread, which the grid sync after them waits for, against rounds of a few microseconds.
+#define HOST_LOOK_ROUNDS 64
 
 // The claim bit of the near list relaxed in round r. The lists alternate between two bits,
 // so a round clears its own list's bit while it claims the next list's: no vertex's two
@@ -487,7 +487,11 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
         // every thread reads it after this sync, and the same word is written again only
         // two rounds on, after the next sync, which every reader has passed by then.
         if (grid.thread_rank() == 0) {
-            if (rounds % HOST_LOOK_ROUNDS == 0) halt = fresh(&live[0]);
+            if (rounds % HOST_LOOK_ROUNDS == 0) {
+                halt = fresh(&live[0]);
+                *(volatile long long*)&live[1] = rounds;
+                *(volatile long long*)&live[2] = near_count;
+            }
             result[5 + (rounds & 1)] = halt;
         }
         grid.sync();
@@ -504,10 +508,6 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
         if (grid.thread_rank() == 0) counters[nq] = 0;  // read by every thread before the sync
         nq ^= 1;
         near_count = far_mode ? min(next, capacity) : next;
-        if (grid.thread_rank() == 0) {
-            *(volatile long long*)&live[1] = rounds;
-            *(volatile long long*)&live[2] = near_count;
-        }
         if (halted) break;
         if (near_count > capacity) {
             overflow = true;
