@@ -11,8 +11,8 @@
 # Wheels are fetched for the *target* Python (--python) and manylinux x86-64, so this
 # machine's Python version does not matter. On the target host:
 #
-#   pip install --no-index --find-links wheelhouse seraph            # into an environment
-#   pip install --no-index --no-deps --target DIR wheelhouse/*.whl   # or beside a read-only one
+#   pip install --no-index --find-links wheelhouse seraph-graph         # into an environment
+#   pip install --no-index --no-deps --target DIR wheelhouse/*.whl     # or beside a read-only one
 set -euo pipefail
 
 python_version=3.12
@@ -48,7 +48,7 @@ echo "building the seraph wheel"
 
 if [ "$full" = 1 ]; then
     echo "fetching every dependency for CPython $python_version"
-    "${download[@]}" "$out"/seraph-*.whl
+    "${download[@]}" "$out"/seraph_graph-*.whl
 else
     echo "fetching zarr, numcodecs, donfig, google-crc32c and msgspec for CPython $python_version"
     "${download[@]}" --no-deps zarr numcodecs donfig google-crc32c msgspec

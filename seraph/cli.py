@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from seraph import __version__, progress
+from seraph.version import DISTRIBUTION
 from seraph.algorithms import ALGORITHMS
 from seraph.errors import ConfigError, DeviceWarning, SeraphError
 from seraph.units import format_size, parse_size
@@ -559,7 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="seraph", description="Graph analytics for graphs larger than GPU memory.",
         formatter_class=_HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {__version__}")
     verbosity = argparse.ArgumentParser(add_help=False)
     verbosity.add_argument("-q", "--quiet", action="store_true",
                            help="no progress, live status or notes")
