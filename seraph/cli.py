@@ -17,10 +17,10 @@ from pathlib import Path
 from types import FrameType
 
 from seraph import __version__, progress
-from seraph.version import DISTRIBUTION
 from seraph.algorithms import ALGORITHMS
 from seraph.errors import ConfigError, DeviceWarning, SeraphError
 from seraph.units import format_size, parse_size
+from seraph.version import DISTRIBUTION
 
 
 def _command_line(argv: Sequence[str] | None) -> str:
@@ -760,9 +760,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.command_line = _command_line(argv)
         progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
-        from seraph.compiling import announce_compiling, interrupts_held_while_compiling
+        from seraph.compiling import (
+            TICK_EVERY,
+            announce_compiling,
+            interrupts_held_while_compiling,
+        )
 
-        announce_compiling(progress.note)
+        # The count of kernels compiled so far, every few seconds: on a terminal, or with -v.
+        ticking = sys.stderr.isatty() or args.verbose
+        announce_compiling(progress.note, every=TICK_EVERY if ticking else None)
         with warnings.catch_warnings(), interrupts_held_while_compiling():
             warnings.showwarning = _show_warning
             code = args.func(args)
