@@ -1,0 +1,96 @@
+"""A newcomer's first runs of ``seraph demo``, as docs/benchmarks/first-run.md reports them.
+
+In a fresh virtual environment and an empty kernel cache (``NUMBA_CACHE_DIR``), one after
+the other:
+
+- cold: ``pip install .`` then ``seraph demo`` (numba compiles every kernel it calls);
+- warm: ``seraph demo`` again;
+- the other install: ``pip install -e .`` (the repository, not site-packages) and
+  ``seraph demo``: with the cache keyed by content it compiles nothing;
+
+and with ``--tests-first`` the README's order in a second empty cache: ``pip install -e
+'.[test]'``, the test command (``pytest -q`` unless ``--tests`` says otherwise), then
+``pip install .`` and ``seraph demo``.
+
+Each step prints its wall time, its CPU time (user + sys, of the demo and its children:
+the figure the machine's load changes least), the kernels numba compiled and saved
+(counted from ``NUMBA_DEBUG_CACHE``), and the load average when it started.
+
+    python scripts/bench_first_run.py [--tests-first] [--tests "pytest -q tests/test_cli.py"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def step(name: str, command: list[str], env: dict[str, str]) -> dict:
+    """Runs ``command``; its wall and CPU seconds and the kernels numba saved to its cache."""
+    load = os.getloadavg()[0]
+    t, cpu = time.perf_counter(), _children_cpu()
+    done = subprocess.run(command, env={**env, "NUMBA_DEBUG_CACHE": "1"}, cwd=ROOT,
+                          capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t, _children_cpu() - cpu
+    if done.returncode != 0:
+        sys.exit(f"{name}: {shlex.join(command)} failed:\n{done.stdout[-3000:]}"
+                 f"{done.stderr[-3000:]}")
+    saved = done.stdout.count("[cache] data saved to")
+    print(f"{name:<34} wall {wall:6.1f} s  cpu {cpu:6.1f} s  kernels compiled {saved:4d}  "
+          f"load {load:.1f}", flush=True)
+    return {"wall": wall, "cpu": cpu, "compiled": saved}
+
+
+def pip(venv: Path, *args: str) -> None:
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
+                   cwd=ROOT, check=True, capture_output=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tests-first", action="store_true",
+                        help="also the README's order: the tests (editable), then the demo")
+    parser.add_argument("--tests", default="pytest -q -p no:randomly",
+                        help="the test command of --tests-first")
+    args = parser.parse_args()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True).stdout.strip()
+    print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, commit {head}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, {platform.processor() or platform.machine()}")
+    with tempfile.TemporaryDirectory(prefix="seraph-first-run-") as tmp:
+        venv = Path(tmp) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        seraph = [str(venv / "bin" / "seraph"), "demo"]
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "cache"),
+               "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+        env.pop("VIRTUAL_ENV", None)
+        pip(venv, ".[test]")
+        step("cold: pip install . && seraph demo", seraph, env)
+        step("warm: seraph demo", seraph, env)
+        pip(venv, "--no-deps", "-e", ".")
+        step("editable install: seraph demo", seraph, env)
+        if args.tests_first:
+            env["NUMBA_CACHE_DIR"] = str(Path(tmp) / "cache-tests-first")
+            step(f"tests first: {args.tests}", [str(venv / "bin" / "python"), "-m",
+                                                 *shlex.split(args.tests)], env)
+            pip(venv, "--no-deps", "--force-reinstall", ".")
+            step("then: pip install . && seraph demo", seraph, env)
+
+
+if __name__ == "__main__":
+    main()
