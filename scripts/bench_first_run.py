@@ -12,11 +12,16 @@ and with ``--tests-first`` the README's order in a second empty cache: ``pip ins
 '.[test]'``, the test command (``pytest -q`` unless ``--tests`` says otherwise), then
 ``pip install .`` and ``seraph demo``.
 
+``--profile`` instead runs ``seraph demo`` here, in this process (whatever cache
+``NUMBA_CACHE_DIR`` names: empty it for a cold run), and lists the functions numba
+compiled with the CPU time each took, its callees' compiles left out.
+
 Each step prints its wall time, its CPU time (user + sys, of the demo and its children:
 the figure the machine's load changes least), the kernels numba compiled and saved
 (counted from ``NUMBA_DEBUG_CACHE``), and the load average when it started.
 
     python scripts/bench_first_run.py [--tests-first] [--tests "pytest -q tests/test_cli.py"]
+    NUMBA_CACHE_DIR=$(mktemp -d) python scripts/bench_first_run.py --profile
 """
 
 from __future__ import annotations
@@ -58,6 +63,39 @@ def step(name: str, command: list[str], env: dict[str, str], count: bool = True)
     return {"wall": wall, "cpu": cpu, "compiled": saved}
 
 
+def profile(top: int = 40) -> None:
+    """``seraph demo`` here, with each compiled function's exclusive CPU time."""
+    from collections import Counter
+
+    from numba.core import event
+
+    from seraph.cli import main as seraph
+
+    spent, compiles, stack = Counter(), Counter(), []  # stack: [start, nested compiles' CPU]
+
+    class Compiles(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            stack.append([time.process_time(), 0.0])
+
+        def on_end(self, ev: event.Event) -> None:
+            start, nested = stack.pop()
+            took = time.process_time() - start
+            func = ev.data["dispatcher"].py_func
+            name = f"{func.__module__}.{func.__qualname__}"
+            spent[name] += took - nested
+            compiles[name] += 1
+            if stack:
+                stack[-1][1] += took
+
+    event.register("numba:compile", Compiles())
+    cpu = time.process_time()
+    seraph(["demo"])
+    print(f"demo CPU {time.process_time() - cpu:.1f} s; {sum(compiles.values())} compiles "
+          f"in {sum(spent.values()):.1f} s CPU; load {os.getloadavg()[0]:.1f}")
+    for name, took in spent.most_common(top):
+        print(f"{took:7.2f} s  {compiles[name]:2d}x  {name}")
+
+
 def pip(venv: Path, *args: str) -> None:
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
                    cwd=ROOT, check=True, capture_output=True)
@@ -69,7 +107,12 @@ def main() -> None:
                         help="also the README's order: the tests (editable), then the demo")
     parser.add_argument("--tests", default="pytest -q -p no:randomly",
                         help="the test command of --tests-first")
+    parser.add_argument("--profile", action="store_true",
+                        help="seraph demo in this process, with each compile's CPU time")
     args = parser.parse_args()
+    if args.profile:
+        profile()
+        return
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                           capture_output=True, text=True).stdout.strip()
     print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, commit {head}, {os.cpu_count()} cores, "
