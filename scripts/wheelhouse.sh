@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
 # Build an offline wheelhouse for installing Seraph on an air-gapped (GPU) host.
 #
-#   scripts/wheelhouse.sh [--python 3.12] [--out wheelhouse] [--full]
+#   scripts/wheelhouse.sh [--python 3.12] [--out wheelhouse] [--full [--extras plot,cuda12]]
 #
 # By default it holds Seraph itself plus the packages a typical CUDA host image lacks:
 # zarr and its companions (numcodecs, donfig, google-crc32c, msgspec). Hosts that already
 # have numpy, scipy, numba, tqdm, pyyaml, packaging and typing-extensions (as CUDA images
-# with CuPy do) need nothing else. --full adds every dependency, for a bare host.
+# with CuPy do) need nothing else. --full adds every dependency, for a bare host, and with
+# --extras those of the extras named (plot, cuda12, cuda13, test).
 #
 # Wheels are fetched for the *target* Python (--python) and manylinux x86-64, so this
 # machine's Python version does not matter. On the target host:
 #
-#   pip install --no-index --find-links wheelhouse seraph            # into an environment
-#   pip install --no-index --no-deps --target DIR wheelhouse/*.whl   # or beside a read-only one
+#   pip install --no-index --find-links wheelhouse seraph-graph         # into an environment
+#   pip install --no-index --find-links wheelhouse 'seraph-graph[plot]' # built with --extras plot
+#   pip install --no-index --no-deps --target DIR wheelhouse/*.whl     # or beside a read-only one
 set -euo pipefail
 
 python_version=3.12
 out=wheelhouse
 full=0
+extras=
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) python_version="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --full) full=1; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        --extras) extras="[$2]"; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "wheelhouse.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+if [ -n "$extras" ] && [ "$full" = 0 ]; then
+    echo "wheelhouse.sh: --extras needs --full (an extra's packages come with their dependencies)" >&2
+    exit 2
+fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
@@ -47,8 +55,9 @@ echo "building the seraph wheel"
 "$py" -m pip wheel --quiet --no-deps --wheel-dir "$out" "$root"
 
 if [ "$full" = 1 ]; then
-    echo "fetching every dependency for CPython $python_version"
-    "${download[@]}" "$out"/seraph-*.whl
+    echo "fetching every dependency${extras:+ and those of $extras} for CPython $python_version"
+    wheel=$(ls -t "$out"/seraph_graph-*.whl | head -1)
+    "${download[@]}" "$wheel$extras"
 else
     echo "fetching zarr, numcodecs, donfig, google-crc32c and msgspec for CPython $python_version"
     "${download[@]}" --no-deps zarr numcodecs donfig google-crc32c msgspec

@@ -72,7 +72,7 @@ def cuda_status() -> tuple[bool, str]:
     try:
         import cupy
     except ImportError:
-        return False, "cupy is not installed (pip install 'seraph[cuda13]' or '[cuda12]')"
+        return False, "cupy is not installed (pip install 'seraph-graph[cuda13]' or '[cuda12]')"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # cupy raises its own runtime errors when no driver is present

@@ -21,6 +21,7 @@ from seraph.algorithms import ALGORITHMS
 from seraph.errors import ConfigError, DeviceWarning, SeraphError
 from seraph.interrupts import called_from_compiled_code, send_again
 from seraph.units import format_size, parse_size
+from seraph.version import DISTRIBUTION
 
 
 def _command_line(argv: Sequence[str] | None) -> str:
@@ -603,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="seraph", description="Graph analytics for graphs larger than GPU memory.",
         formatter_class=_HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {__version__}")
     verbosity = argparse.ArgumentParser(add_help=False)
     verbosity.add_argument("-q", "--quiet", action="store_true",
                            help="no progress, live status or notes")
@@ -786,9 +787,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.command_line = _command_line(argv)
         progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
-        from seraph.compiling import announce_compiling, interrupts_held_while_compiling
+        from seraph.compiling import (
+            TICK_EVERY,
+            announce_compiling,
+            interrupts_held_while_compiling,
+        )
 
-        announce_compiling(progress.note)
+        # The count of kernels compiled so far, every few seconds: on a terminal, or with -v.
+        ticking = sys.stderr.isatty() or args.verbose
+        announce_compiling(progress.note, every=TICK_EVERY if ticking else None)
         with warnings.catch_warnings(), interrupts_held_while_compiling():
             warnings.showwarning = _show_warning
             code = args.func(args)

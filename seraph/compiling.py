@@ -5,7 +5,8 @@ numba compiles a kernel on its first call with new argument types (once per inst
 result is cached on disk, see :mod:`seraph.numba_cache`). It announces every compile as a
 ``numba:compile`` event; one listener, registered on first use, adds up the time of the
 outermost ones (a compile triggers nested compiles of the kernels it calls). numba compiles
-under one global lock, so the outermost events never overlap.
+under one global lock, so the outermost events never overlap. On a terminal the CLI also
+has it say, every few seconds while kernels compile, how many have compiled so far.
 
 While numba holds that lock, llvmlite calls back into Python to hand LLVM the machine code
 of cached kernels (and to take that of new ones). A signal handler raising there is dropped
@@ -23,24 +24,38 @@ from collections.abc import Callable, Iterator
 
 from numba.core import event
 
+from seraph.numba_cache import PACKAGES
 from seraph.temporaries import signals_deferred
 
-#: Compiling for longer than this (in total) gets the one-time note.
+#: Compiling for longer than this (in total) gets the one-time note ...
 NOTE_AFTER = 1.0
 NOTE = "compiling kernels (once per install)..."
+#: ... and then, where the CLI asks for it, a line this often while kernels compile.
+TICK_EVERY = 4.0
+
+
+def _ours(ev: event.Event) -> bool:
+    """Whether the compiled function is one of our kernels (not one of numba's helpers)."""
+    module = getattr(ev.data["dispatcher"].py_func, "__module__", None) or ""
+    return module.split(".")[0] in PACKAGES
 
 
 class _Watch(event.Listener):
-    """Adds up outermost compile time; calls ``announce`` once compiling passes NOTE_AFTER."""
+    """Adds up outermost compile time and counts our kernels compiled; calls ``announce``
+    once compiling passes NOTE_AFTER, then every ``every`` seconds while it goes on."""
 
     def __init__(self) -> None:
         self.total = 0.0
         self.depth = 0
         self.started = 0.0
+        self.kernels = 0
         self.announce: Callable[[str], None] | None = None
+        self.every: float | None = None
         self.announced = False
         self.timer: threading.Timer | None = None
         self.lock = threading.Lock()
+        self.told = 0  # kernels compiled at the last tick
+        self.first = 0.0  # when compiling first passed NOTE_AFTER
 
     def on_start(self, ev: event.Event) -> None:
         self.depth += 1
@@ -54,6 +69,7 @@ class _Watch(event.Listener):
             self.timer.start()
 
     def on_end(self, ev: event.Event) -> None:
+        self.kernels += _ours(ev)
         self.depth -= 1
         if self.depth > 0:
             return
@@ -69,7 +85,24 @@ class _Watch(event.Listener):
             if self.announce is None or self.announced:
                 return
             self.announced = True
+        self.first = time.perf_counter()
         self.announce(NOTE)
+        if self.every is not None:
+            threading.Thread(target=self._ticking, args=(self.every,), daemon=True).start()
+
+    def _ticking(self, every: float) -> None:
+        while True:
+            time.sleep(every)
+            self.tick(time.perf_counter())
+
+    def tick(self, now: float) -> None:
+        """Says how many kernels have compiled, if any compiled since the last tick or one
+        is compiling now."""
+        kernels = self.kernels
+        if self.announce is None or (self.depth == 0 and kernels == self.told):
+            return
+        self.told = kernels
+        self.announce(f"compiled {kernels} kernels so far ({now - self.first:.0f} s)")
 
 
 _watch: _Watch | None = None
@@ -88,9 +121,12 @@ def compile_seconds() -> float:
     return _watcher().total
 
 
-def announce_compiling(say: Callable[[str], None]) -> None:
-    """Calls ``say(NOTE)`` once, as soon as compiling has taken more than NOTE_AFTER."""
-    _watcher().announce = say
+def announce_compiling(say: Callable[[str], None], every: float | None = None) -> None:
+    """Calls ``say(NOTE)`` once, as soon as compiling has taken more than NOTE_AFTER; then,
+    with ``every``, says the count of kernels compiled so far every ``every`` seconds while
+    kernels compile (so that a first run is never long silent on a terminal)."""
+    watch = _watcher()
+    watch.announce, watch.every = say, every
 
 
 class _HoldInterrupts(event.Listener):

@@ -7,6 +7,12 @@ package: after ``pip install .`` and then ``pip install -e .``, the left-over
 editable one. So the cache goes to the platform's user cache, unless ``NUMBA_CACHE_DIR``
 says otherwise.
 
+numba files a kernel's cache under a hash of its source file's directory, so an editable
+install (the repository) and a normal one (site-packages) of the same sources would each
+compile everything. Our kernels are filed by module name instead, and an entry is valid
+while the source file's bytes are the same (:class:`PackageLocator`): the two installs
+share them.
+
 This module must run before any ``@njit(cache=True)`` function is defined, because numba
 picks a function's cache directory when it decorates it: both ``seraph/__init__.py`` and
 ``partitioner/__init__.py`` import it first.
@@ -14,9 +20,14 @@ picks a function's cache directory when it decorates it: both ``seraph/__init__.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
+
+#: The packages whose kernels are cached by content (the distribution installs both).
+PACKAGES = ("seraph", "partitioner")
 
 
 def user_cache_dir(app: str = "seraph") -> Path:
@@ -44,3 +55,50 @@ def configure() -> str:
 
 
 CACHE_DIR = configure()
+
+# numba reads the cache directory at import, so it is imported only once that is set.
+from numba.core import caching, config  # noqa: E402
+
+
+@functools.cache
+def _source_hash(path: str, mtime: float, size: int) -> str:
+    # mtime and size are part of the memo's key only: a file edited while we run is re-read.
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class PackageLocator(caching._CacheLocator):
+    """Files a kernel of our packages under ``<cache>/<package>/<subpackage>/`` by its
+    module's name, valid while its source file's bytes are unchanged, wherever installed."""
+
+    def __init__(self, py_func, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        package = py_func.__module__.split(".")[:-1]
+        self._cache_path = os.path.join(config.CACHE_DIR, *package)
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        st = os.stat(self._py_file)
+        return _source_hash(self._py_file, st.st_mtime, st.st_size)
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file: str):
+        module = getattr(py_func, "__module__", None) or ""
+        if (not config.CACHE_DIR or module.split(".")[0] not in PACKAGES or "." not in module
+                or not os.path.isfile(py_file)):
+            return None  # numba's own locators take it
+        locator = cls(py_func, py_file)
+        try:
+            locator.ensure_cache_path()
+        except OSError:
+            return None
+        return locator
+
+
+if PackageLocator not in caching.CacheImpl._locator_classes:
+    caching.CacheImpl._locator_classes.insert(0, PackageLocator)

@@ -165,7 +165,8 @@ def _matplotlib():
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise ConfigError("seraph plot needs matplotlib: pip install 'seraph[plot]'") from None
+        raise ConfigError(
+            "seraph plot needs matplotlib: pip install 'seraph-graph[plot]'") from None
     return Figure, FigureCanvasAgg
 
 

@@ -406,7 +406,8 @@ def test_round_reports_cost_nothing_when_nobody_watches():
 def test_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
-    assert exit_.value.code == 0 and capsys.readouterr().out == f"seraph {seraph.__version__}\n"
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"seraph-graph {seraph.__version__}\n"
     assert seraph.__version__ == "0.1.0"
 
 

@@ -46,6 +46,59 @@ def test_watch_is_silent_below_the_threshold(monkeypatch: pytest.MonkeyPatch) ->
     assert watch.total > 0 and said == []
 
 
+class _Compile:
+    """A stand-in for numba's compile event of a function in ``module``."""
+
+    def __init__(self, module: str) -> None:
+        self.data = {"dispatcher": type("D", (), {"py_func": type("F", (), {
+            "__module__": module})})()}
+
+
+def test_ticks_count_our_kernels_while_they_compile() -> None:
+    watch, said = compiling._Watch(), []
+    watch.announce, watch.first = said.append, 100.0
+    ours, numbas = _Compile("seraph.backends.cpu.pull"), _Compile("numba.np.arrayobj")
+    watch.on_start(ours)
+    watch.tick(104.0)  # compiling now: a line, even before the first kernel is done
+    watch.on_start(numbas)
+    watch.on_end(numbas)  # one of numba's helpers is not counted
+    watch.on_end(ours)
+    watch.tick(108.0)  # one compiled since the last line
+    watch.tick(112.0)  # none since, and none compiling: silent
+    watch.on_start(_Compile("partitioner.csx"))
+    watch.on_end(_Compile("partitioner.csx"))
+    watch.tick(116.0)
+    assert said == ["compiled 0 kernels so far (4 s)", "compiled 1 kernels so far (8 s)",
+                    "compiled 2 kernels so far (16 s)"]
+
+
+def test_a_long_compile_is_never_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ticking thread speaks while one compile goes on (here: until it has spoken).
+    monkeypatch.setattr(compiling, "NOTE_AFTER", 0.0)
+    watch, said = compiling._Watch(), []
+    watch.announce, watch.every = said.append, 0.01
+    kernel = _Compile("seraph.backends.cpu.push")
+    watch.on_start(kernel)
+    deadline = time.perf_counter() + 60
+    while len(said) < 3 and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    watch.on_end(kernel)
+    assert said[0] == compiling.NOTE
+    assert said[1].startswith("compiled 0 kernels so far (") and len(said) >= 3
+
+
+def test_the_cli_ticks_only_on_a_terminal_or_with_v(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    from seraph import cli
+
+    asked = []
+    monkeypatch.setattr(compiling, "announce_compiling", lambda say, every: asked.append(every))
+    for tty, flags in ((False, []), (True, []), (False, ["-v"])):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty)
+        assert cli.main(["info", *flags, str(tmp_path / "none.zarr")]) == 2
+    assert asked == [None, compiling.TICK_EVERY, compiling.TICK_EVERY]
+
+
 def test_run_times_leave_compiling_out(monkeypatch: pytest.MonkeyPatch) -> None:
     # Pretend every second of the run was spent compiling: the run's own time is then ~0.
     t0 = time.perf_counter()

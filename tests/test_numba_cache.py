@@ -76,3 +76,44 @@ def test_user_cache_dir_per_platform(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(sys, "platform", platform)
     assert user_cache_dir() == Path(expected.replace("HOME", str(tmp_path)))
+
+
+# Calls one kernel and prints how many of our kernels numba compiled (rather than loaded).
+_CALL = """
+import numpy as np
+from numba.core import event
+import seraph.paths
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        if ev.data["dispatcher"].py_func.__module__.startswith("seraph."):
+            compiled.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+indptr, indices = np.array([0, 1, 2, 2]), np.array([1, 2])
+seraph.paths._tight_walk(indptr, indices, np.zeros(0, np.float32),
+                         np.array([0, 1, 2], np.int32), 0, 0)
+print(seraph.paths.__file__, len(compiled))
+"""
+
+
+def test_installs_at_two_places_share_the_cache(tmp_path: Path) -> None:
+    # An editable install and a normal one hold the same sources at different paths; an
+    # edit to a source file makes its kernels compile again.
+    import shutil
+
+    import seraph
+    compiled = []
+    for place, edit in (("editable", ""), ("site-packages", ""), ("site-packages", "\n#\n")):
+        if not (tmp_path / place).exists():
+            shutil.copytree(Path(seraph.__file__).parent, tmp_path / place / "seraph",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        with open(tmp_path / place / "seraph" / "paths.py", "a") as f:
+            f.write(edit)
+        env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path / place))
+        out = subprocess.run([sys.executable, "-c", _CALL], env=env, check=True,
+                             capture_output=True, text=True, cwd=tmp_path).stdout.split()
+        assert Path(out[0]).is_relative_to(tmp_path / place)
+        compiled.append(int(out[1]))
+    assert compiled == [1, 0, 1]

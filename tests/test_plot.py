@@ -146,6 +146,6 @@ def test_missing_matplotlib_names_the_extra(traces, tmp_path, capsys, monkeypatc
         monkeypatch.setitem(sys.modules, name, None)
     assert main(["plot", str(traces["weak"]), "-o", str(tmp_path / "t.png")]) == 2
     err = capsys.readouterr().err
-    assert "needs matplotlib" in err and "pip install 'seraph[plot]'" in err
+    assert "needs matplotlib" in err and "pip install 'seraph-graph[plot]'" in err
     assert not (tmp_path / "t.png").exists()
 
