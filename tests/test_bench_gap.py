@@ -51,7 +51,8 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
                            "--md-out", ""]) == 0
     cells = json.loads(out_json.read_text())["cells"]
     assert [c["algorithm"] for c in cells] == ["bfs", "cc", "sssp"]
-    assert all(c["equal"] and c["gap"] == [0.0125, 0.0125] for c in cells)
+    assert all(c["checks"]["ok"] and c["gap_verified"] and c["gap"] == [0.0125, 0.0125]
+               for c in cells)
     calls = [line.split() for line in log.read_text().splitlines()]
     assert len(calls) == 3 * (1 + 2 * 2)  # a verified first run, then sources x repeat
     sources = cells[0]["sources"]
