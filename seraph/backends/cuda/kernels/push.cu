@@ -447,7 +447,6 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     long long bucket_edges = 0, last_bucket_edges = 0;  // pushed in this bucket, the last
     V split = inf, width = delta;
     bool overflow = false;
-    long long halt = 0;  // the host's stop word, as thread 0 read it last
     if (far_mode) {
         // The frontier starts far: the first advance takes its nearest vertices.
         for (long long i = grid.thread_rank(); i < count; i += grid.size())
@@ -483,19 +482,19 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
             if (rounds > 0 && total >= edge_limit) break;
             relax<V>(p, round, near_count, total, ends, &mins[2]);
         }
-        // Thread 0 passes on the host's stop word in result[5] or [6] by the round's parity:
-        // every thread reads it after this sync, and the same word is written again only
-        // two rounds on, after the next sync, which every reader has passed by then.
-        if (grid.thread_rank() == 0) {
-            if (rounds % HOST_LOOK_ROUNDS == 0) {
-                halt = fresh(&live[0]);
-                *(volatile long long*)&live[1] = rounds;
-                *(volatile long long*)&live[2] = near_count;
-            }
-            result[5 + (rounds & 1)] = halt;
+        // Every HOST_LOOK_ROUNDS rounds thread 0 passes on the host's stop word in result[5]
+        // or [6], by the parity of the look, and every thread reads it after this sync; the
+        // same word is written again only two looks on, after syncs every reader has passed.
+        // Other rounds read nothing more than before.
+        const bool look = rounds % HOST_LOOK_ROUNDS == 0;
+        const int word = 5 + (int)((rounds / HOST_LOOK_ROUNDS) & 1);
+        if (look && grid.thread_rank() == 0) {
+            result[word] = fresh(&live[0]);
+            *(volatile long long*)&live[1] = rounds;
+            *(volatile long long*)&live[2] = near_count;
         }
         grid.sync();
-        const bool halted = fresh(&result[5 + (rounds & 1)]) != 0;
+        const bool halted = look && fresh(&result[word]) != 0;
         if (local) {  // counters[3] sums every local round's edges, so it is never reset
             const unsigned long long so_far = fresh(&counters[3]);
             total = (long long)(so_far - local_edges);
