@@ -13,6 +13,7 @@ per device. It also keeps each module's CPU copies together, ahead of its CUDA c
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,3 +54,12 @@ def three_slots() -> Callable[[Path], str]:
         return str(layout.state_bytes + 3 * layout.slot_bytes)
 
     return budget
+
+
+@pytest.fixture(autouse=True)
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt during every test, as in an interactive shell, also
+    where pytest runs as a background job (which starts with SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -55,14 +55,6 @@ SERAPH = [sys.executable, "-c", "import signal; "
           "import sys; from seraph.__main__ import main; sys.exit(main())"]
 
 
-@pytest.fixture(autouse=True)
-def sigint_raises():
-    """SIGINT raises KeyboardInterrupt during the test, as in an interactive shell."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 @pytest.fixture(scope="module")
 def edge_file(tmp_path_factory) -> Path:
     """A text edge list big enough to take a few seconds."""
