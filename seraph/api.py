@@ -204,7 +204,7 @@ def execute_from(graph: Graph, algorithm: Algorithm, source, config: EngineConfi
     values, stats, trace = execute(graph, algorithm, s, config)
     preds = None
     if predecessors:
-        preds = input_ids(graph, tight_predecessors(graph, values, s, algorithm.weight_mode))
+        preds = input_ids(graph, tight_predecessors(graph, values, s, algorithm.op))
     return values, preds, stats, trace
 
 

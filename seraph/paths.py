@@ -12,11 +12,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from seraph.semiring import STORED, UNIT
+from seraph.backends.caches import graph_operands
+from seraph.backends.cpu.pull import offer
+from seraph.operators import HOP, LABEL
 
 
 @njit(cache=True)
-def _tight_walk(indptr, indices, weights, values, source, weight_mode):
+def _tight_walk(indptr, indices, weights, values, source, op):
     n = len(values)
     pred = np.full(n, -1, dtype=np.int64)
     seen = np.zeros(n, dtype=np.bool_)
@@ -31,12 +33,12 @@ def _tight_walk(indptr, indices, weights, values, source, weight_mode):
             v = indices[i]
             if seen[v]:
                 continue
-            if weight_mode == UNIT:
+            if op == HOP:
                 tight = values[u] + 1 == values[v]
-            elif weight_mode == STORED:
-                tight = values[u] + weights[i] == values[v]
-            else:
+            elif op == LABEL:
                 tight = values[u] == values[v]
+            else:
+                tight = offer(op, values[u], weights[i]) == values[v]
             if tight:
                 seen[v] = True
                 pred[v] = u
@@ -45,8 +47,9 @@ def _tight_walk(indptr, indices, weights, values, source, weight_mode):
     return pred
 
 
-def predecessors(graph, values: np.ndarray, source: int, weight_mode: int) -> np.ndarray:
+def predecessors(graph, values: np.ndarray, source: int, op: int) -> np.ndarray:
     """A predecessor for every reached vertex (-1 for the source and unreached ones)."""
-    indptr, indices, weights = graph.csr()
-    w = weights if weights is not None else np.zeros(0, np.float32)
-    return _tight_walk(indptr, indices, w, values, source, weight_mode)
+    indptr, indices, _weights = graph.csr()
+    w = graph_operands(graph, op, "csr")
+    w = w if w is not None else np.zeros(0, np.float32)
+    return _tight_walk(indptr, indices, w, values, source, op)

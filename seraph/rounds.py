@@ -19,7 +19,6 @@ from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.caches import out_degrees
 from seraph.compiling import compile_seconds
 from seraph.predictors import NONE
-from seraph.spec import ROUNDS
 
 if TYPE_CHECKING:
     from seraph.scheduler import Run
@@ -176,7 +175,7 @@ class SparseRounds:
         run.stats.edges_pushed += res.edges
         run.stats.updates_succeeded += res.succeeded
         run.stats.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
-        if run.alg.strong_rule == ROUNDS:
+        if run.alg.strong_rule.counts_rounds:
             run.prove(run.rounds_bound())
         elif len(res.frontier):
             # Every later update descends from a vertex still waiting to push, and weights

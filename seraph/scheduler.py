@@ -33,7 +33,7 @@ from seraph.rounds import DenseRounds, PageActivity, SparseRounds
 from seraph.schedules import SCHEDULES as _SCHEDULES
 from seraph.schedules import Schedule
 from seraph.slots import Slots
-from seraph.spec import ROUNDS, Algorithm
+from seraph.spec import Algorithm
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = tuple(_SCHEDULES)
@@ -210,7 +210,7 @@ class Run:
 
     def end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
-        if self.alg.strong_rule == ROUNDS:
+        if self.alg.strong_rule.counts_rounds:
             self.prove(self.rounds_bound())
         elif succeeded:
             self.prove(changed_min)
@@ -223,7 +223,7 @@ class Run:
         attempt, and for BFS, whose bound counts rounds, nothing was ever skipped.
         Otherwise the last proven threshold stays: every later change descends from changes
         it bounded, so it stays a lower bound on them (design.md, section 8)."""
-        if not self.owes and not (self.skipped_ever and self.alg.strong_rule == ROUNDS):
+        if not self.owes and not (self.skipped_ever and self.alg.strong_rule.counts_rounds):
             self.proven = threshold
 
     def rounds_bound(self) -> int:

@@ -1,10 +1,11 @@
-"""What the engine knows of an algorithm: a small spec over one (min, +) pull.
+"""What the engine knows of an algorithm: a vertex program over one edge operator.
 
-An algorithm is only: the weight mode (which fixes the value dtype and infinity), how the
-values start, which strong rule proves a vertex converged, the default predictor, and, for
-one that does not simply run to convergence from its start, a :class:`Plan`. The engine
-does the rest; the algorithms themselves are :mod:`seraph.algorithms`
-(docs/design.md, "Architecture").
+An algorithm declares its edge operator (:mod:`seraph.operators`: the offer over an edge,
+which fixes the value dtype and the min's identity), how its values start, which strong
+rule proves a vertex converged, its default predictor, how its result leaves the engine,
+the specialisations it may use, and, for one that does not simply run to convergence from
+its start, a :class:`Plan`. The engine does the rest; the algorithms themselves are
+:mod:`seraph.algorithms` (docs/design.md, "Vertex programs").
 """
 
 from __future__ import annotations
@@ -15,22 +16,31 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seraph.semiring import STORED, infinity, value_dtype
+from seraph.operators import EdgeOperator
 
 if TYPE_CHECKING:
     from seraph.backends.layout import Layout
     from seraph.scheduler import EngineConfig, Run
 
-#: Strong rules (docs/design.md, "Strong predictors: the proofs"); each proves
-#: ``value[v] <= threshold`` is final.
-#: ROUNDS: BFS, the threshold is k + 1 after k completed rounds: after k rounds every
-#: vertex within k hops holds its exact level, so a value <= k + 1 can only be exact.
-#: MIN_CHANGED: CC and SSSP, the threshold is the smallest value any update wrote in the
-#: last round. For CC that is the smallest label whose component size changed, so the
-#: labels below it form closed, settled components; for SSSP every vertex no farther than
-#: that has a settled shortest path (the Dijkstra argument). See docs/engine.md.
-ROUNDS = "rounds"
-MIN_CHANGED = "min_changed"
+@dataclass(frozen=True)
+class StrongRule:
+    """A proof that ``value[v] <= threshold`` is final (docs/design.md, "Strong predictors:
+    the proofs"); the engine keeps the threshold as the rule says."""
+
+    name: str
+    #: True: the threshold is k + 1 after k completed rounds (hop counts: after k rounds
+    #: every vertex within k hops holds its exact level, so a value <= k + 1 can only be
+    #: exact). False: it is the smallest value any update wrote in the last round (the
+    #: Dijkstra argument, for any offer that never lowers what it is made from).
+    counts_rounds: bool
+
+
+#: BFS's rule; with it a pull may stop at the first in-neighbour offering the threshold.
+LEVELS = StrongRule("levels", counts_rounds=True)
+#: CC's, SSSP's and SSWP's rule. For CC the smallest label whose component size changed is
+#: exactly the smallest value written, so the labels below it form closed, settled
+#: components (docs/engine.md).
+SMALLEST_WRITTEN = StrongRule("smallest written", counts_rounds=False)
 
 
 @dataclass(frozen=True)
@@ -55,12 +65,18 @@ class Plan:
 
 @dataclass(frozen=True)
 class Algorithm:
+    """A vertex program (docs/design.md, "Vertex programs")."""
+
     name: str
-    weight_mode: int
-    strong_rule: str
+    operator: EdgeOperator
+    strong_rule: StrongRule
     default_predictor: str
     needs_source: bool
     output: Output = Output()
+    #: SSSP's specialisation: each row's in-edges are read lightest first, a pull stops at
+    #: the first in-edge whose weight alone reaches its best, and the strong rule adds each
+    #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.
+    lightest_first: bool = False
     #: ``predictor="auto"`` on a backend where the weak history pays on long runs
     #: (:attr:`~seraph.backends.base.Backend.weak_history_pays`): the dense rounds run under
     #: the strong rule alone before the weak diagram joins it (None: auto stays strong).
@@ -70,22 +86,34 @@ class Algorithm:
     plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \
         field(default=None, compare=False)
 
-    @property
-    def dtype(self) -> np.dtype:
-        return value_dtype(self.weight_mode)
+    def __post_init__(self):
+        if self.lightest_first and self.operator.formula != "d + w":
+            raise ValueError(f"{self.name}: lightest_first needs the offer d + w, "
+                             f"not {self.operator.formula}")
 
     @property
-    def lightest_in_rule(self) -> bool:
-        """Whether the strong rule may add each vertex's lightest in-edge
-        (:mod:`seraph.lightest`): distances over stored weights, as SSSP's."""
-        return self.weight_mode == STORED and self.strong_rule == MIN_CHANGED
+    def op(self) -> int:
+        """The edge operator's code, what the compiled kernels switch on."""
+        return self.operator.code
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.operator.dtype
 
     @property
     def inf(self):
-        return infinity(self.weight_mode)
+        return self.operator.inf
+
+    @property
+    def levels(self) -> bool:
+        """BFS's specialisation: the rounds count levels, so a pull stops at the first
+        in-neighbour offering the threshold (its bitmaps, :func:`seraph.backends.cpu.pull.
+        pull_floor`) and a device pushes levels further when pages move."""
+        return self.strong_rule.counts_rounds
 
     def initial_values(self, num_vertices: int, source: int | None) -> np.ndarray:
-        """Values before the first round: 0 at the source (BFS, SSSP) or the own id (CC)."""
+        """Values before the first round: 0 at the source (the offer's best start) and the
+        identity elsewhere, or every vertex its own id (CC)."""
         if not self.needs_source:
             return np.arange(num_vertices, dtype=self.dtype)
         values = np.full(num_vertices, self.inf, dtype=self.dtype)

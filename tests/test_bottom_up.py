@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
-from seraph.semiring import STORED, UNIT, ZERO, infinity, value_dtype
+from seraph.operators import DISTANCE, HOP, LABEL, infinity, value_dtype
 
 
 def csc(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -24,11 +24,11 @@ def rounds(draw):
     n = draw(st.integers(1, 40))
     m = draw(st.integers(0, 150))
     seed = draw(st.integers(0, 2**32 - 1))
-    mode = draw(st.sampled_from([UNIT, ZERO, STORED]))
+    mode = draw(st.sampled_from([HOP, LABEL, DISTANCE]))
     rng = np.random.default_rng(seed)
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
     indptr, indices, order = csc(n, src, dst)
-    weights = rng.integers(0, 4, m).astype(np.float32)[order] if mode == STORED else None
+    weights = rng.integers(0, 4, m).astype(np.float32)[order] if mode == DISTANCE else None
     inf = infinity(mode)
     values = rng.integers(0, 3 * n, n).astype(value_dtype(mode))
     values[rng.random(n) < 0.3] = inf
@@ -52,7 +52,7 @@ def check_pull(mode, indptr, indices, weights, values, vertices) -> None:
             u = indices[e]
             if vals[u] == inf:
                 continue
-            w = 1 if mode == UNIT else 0 if mode == ZERO else weights[e]
+            w = 1 if mode == HOP else 0 if mode == LABEL else weights[e]
             best = min(best, vals.dtype.type(vals[u] + w))
         return best
 
@@ -82,7 +82,7 @@ def test_a_large_bottom_up_round_splits_its_edges_between_threads():
     weights = rng.integers(0, 9, m).astype(np.float32)[order]
     values = rng.integers(0, 50, n).astype(np.float32)
     values[rng.random(n) < 0.5] = np.inf
-    check_pull(STORED, indptr, indices, weights, values, np.arange(0, n, 2, dtype=np.int64))
+    check_pull(DISTANCE, indptr, indices, weights, values, np.arange(0, n, 2, dtype=np.int64))
 
 
 def check_unsettled(n: int, seed: int, threshold: int, limit: int) -> None:
@@ -90,7 +90,7 @@ def check_unsettled(n: int, seed: int, threshold: int, limit: int) -> None:
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(rng.integers(0, 4, n), out=indptr[1:])
     values = rng.integers(0, 10, n).astype(np.int32)
-    values[rng.random(n) < 0.2] = infinity(UNIT)
+    values[rng.random(n) < 0.2] = infinity(HOP)
     degree = np.diff(indptr)
     expected = np.flatnonzero((values > threshold) & (degree > 0))
     got = unsettled(values, indptr, threshold, limit)
@@ -122,8 +122,9 @@ def test_a_bfs_pull_stops_at_the_lowest_level_it_can_get():
     offer less: with the threshold it is never read, without one (-1) it is."""
     indptr = np.array([0, 2, 2, 2], dtype=np.int64)
     indices = np.array([1, 2], dtype=np.int32)  # vertex 0's in-edges: from 1, then from 2
-    inf = infinity(UNIT)
+    inf = infinity(HOP)
     for threshold, level in ((3, 3), (-1, 1)):
-        values = np.array([inf, 2, 0], dtype=value_dtype(UNIT))
-        pull_round(indptr, indices, None, values, np.array([0]), UNIT, inf, threshold)
+        values = np.array([inf, 2, 0], dtype=value_dtype(HOP))
+        pull_round(indptr, indices, None, values, np.array([0]), HOP, inf, threshold,
+                   levels=True)
         assert values[0] == level

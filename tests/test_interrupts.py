@@ -613,17 +613,17 @@ def stop_flag():
 @pytest.mark.parametrize("mode", ["rounds", "delta-stepping"])
 def test_push_rounds_stop_after_a_round_and_can_go_on(stop_flag, mode):
     from seraph.backends.cpu.push import push_until
-    from seraph.semiring import STORED, UNIT, infinity, value_dtype
+    from seraph.operators import DISTANCE, HOP, infinity, value_dtype
 
-    weight_mode = UNIT if mode == "rounds" else STORED
+    op = HOP if mode == "rounds" else DISTANCE
     indptr, indices = chain()
     weights = np.ones(len(indices), dtype=np.float32)
-    values = np.full(CHAIN, infinity(weight_mode), dtype=value_dtype(weight_mode))
+    values = np.full(CHAIN, infinity(op), dtype=value_dtype(op))
     values[0] = 0
-    res = push_until(indptr, indices, weights, values, np.array([0]), weight_mode, 1 << 40)
+    res = push_until(indptr, indices, weights, values, np.array([0]), op, 1 << 40)
     assert res.rounds == 1 and list(res.frontier) == [1]
     stop_flag[0] = 0  # what waits is all it takes to go on
-    push_until(indptr, indices, weights, values, res.frontier, weight_mode, 1 << 40)
+    push_until(indptr, indices, weights, values, res.frontier, op, 1 << 40)
     np.testing.assert_array_equal(values, np.arange(CHAIN))
 
 
@@ -638,15 +638,15 @@ def test_union_find_links_nothing_once_stopped(stop_flag):
 
 def test_a_bottom_up_round_pulls_nothing_once_stopped(stop_flag):
     from seraph.backends.cpu.bottom_up import pull_round, unsettled
-    from seraph.semiring import UNIT, infinity
+    from seraph.operators import HOP, infinity
 
     indptr, indices = chain()
     csc_indptr = np.r_[0, np.arange(CHAIN)].astype(np.int64)  # vertex v > 0 has v - 1
-    values = np.full(CHAIN, infinity(UNIT), dtype=np.int32)
+    values = np.full(CHAIN, infinity(HOP), dtype=np.int32)
     values[0] = 0
     stop_flag[0] = 0
     vertices = unsettled(values, csc_indptr, 0, 1 << 40)
     stop_flag[0] = signal.SIGINT
     lowered, _minimum, _edges = pull_round(csc_indptr, indices - 1, None, values, vertices,
-                                           UNIT, infinity(UNIT), 0)
-    assert len(lowered) == 0 and values[1] == infinity(UNIT)
+                                           HOP, infinity(HOP), 0)
+    assert len(lowered) == 0 and values[1] == infinity(HOP)

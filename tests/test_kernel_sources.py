@@ -13,7 +13,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from seraph import predictors, semiring
+from seraph import operators, predictors
 from seraph.backends.cpu import pull as cpu_kernels
 from seraph.backends.cuda.kernels import interface
 from seraph.scheduler import PREDICTOR_CODES
@@ -32,7 +32,9 @@ def defines(text: str) -> dict[str, str]:
 @pytest.mark.parametrize("source", SOURCES)
 def test_header_defines_the_python_constants(source):
     got = defines(interface.header(source))
-    want = {"UNIT": semiring.UNIT, "ZERO": semiring.ZERO, "STORED": semiring.STORED,
+    want = {"OP_HOP": operators.HOP, "OP_LABEL": operators.LABEL,
+            "OP_DISTANCE": operators.DISTANCE, "OP_WIDTH": operators.WIDTH,
+            "WIDTH_CODE_BASE": int(operators.WIDTH_CODE_BASE),
             "PRED_NONE": PREDICTOR_CODES["none"], "PRED_STRONG": PREDICTOR_CODES["strong"],
             "PRED_WEAK": PREDICTOR_CODES["weak"], "OWES": int(predictors.OWES),
             "STATE_MASK": int(predictors.STATE_MASK), "MAX_STATES": predictors.MAX_STATES,

@@ -21,7 +21,7 @@ from seraph.backends.cpu.push import (
     push_round,
     push_until,
 )
-from seraph.semiring import INT_INF, STORED, UNIT, ZERO, infinity, value_dtype
+from seraph.operators import DISTANCE, HOP, INT_INF, LABEL, infinity, value_dtype
 
 # --- atomics under contention ---------------------------------------------------------------
 
@@ -110,21 +110,21 @@ def component_min_labels(matrix):
     return smallest[component]
 
 
-def engine_values(reference, weight_mode):
+def engine_values(reference, op):
     """scipy's float64 answer (inf = unreachable) in the engine's dtype and INF."""
-    inf = infinity(weight_mode)
-    return np.where(np.isinf(reference), inf, reference).astype(value_dtype(weight_mode))
+    inf = infinity(op)
+    return np.where(np.isinf(reference), inf, reference).astype(value_dtype(op))
 
 
-def initial_values(n, sources, weight_mode):
-    values = np.full(n, infinity(weight_mode), dtype=value_dtype(weight_mode))
+def initial_values(n, sources, op):
+    values = np.full(n, infinity(op), dtype=value_dtype(op))
     values[sources] = 0
     return values
 
 
-def run(graph, values, frontier, weight_mode, max_frontier_edges=2**62):
+def run(graph, values, frontier, op, max_frontier_edges=2**62):
     indptr, indices, weights = graph
-    return push_until(indptr, indices, weights, values, np.asarray(frontier), weight_mode,
+    return push_until(indptr, indices, weights, values, np.asarray(frontier), op,
                       max_frontier_edges)
 
 
@@ -159,15 +159,15 @@ def graphs(draw, max_n=40):
 def test_bfs_levels_match_scipy(g, data):
     n, src, dst, _ = g
     source = data.draw(st.integers(0, n - 1))
-    values = initial_values(n, source, UNIT)
-    result = run(csr(n, src, dst), values, [source], UNIT)
+    values = initial_values(n, source, HOP)
+    result = run(csr(n, src, dst), values, [source], HOP)
     levels = csgraph.shortest_path(scipy_matrix(n, src, dst, np.ones(len(src))),
                                    indices=source, unweighted=True)
-    np.testing.assert_array_equal(values, engine_values(levels, UNIT))
+    np.testing.assert_array_equal(values, engine_values(levels, HOP))
     assert result.converged
     # Unique, in no particular order.
     np.testing.assert_array_equal(np.sort(result.changed), np.flatnonzero(
-        values != initial_values(n, source, UNIT)))
+        values != initial_values(n, source, HOP)))
     assert len(np.unique(result.changed)) == len(result.changed)
 
 
@@ -181,13 +181,13 @@ def test_levels_from_a_frontier_of_several_levels(g, data):
     frontier = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1))))
     start = np.array(data.draw(st.lists(st.integers(0, 5), min_size=len(frontier),
                                         max_size=len(frontier))), dtype=np.int32)
-    values = initial_values(n, [], UNIT)
+    values = initial_values(n, [], HOP)
     values[frontier] = start
     before = values.copy()
-    result = run(csr(n, src, dst), values, frontier, UNIT)
+    result = run(csr(n, src, dst), values, frontier, HOP)
     hops = csgraph.shortest_path(scipy_matrix(n, src, dst, np.ones(len(src))),
                                  indices=frontier, unweighted=True)
-    want = np.minimum(before, engine_values((hops + start[:, None]).min(axis=0), UNIT))
+    want = np.minimum(before, engine_values((hops + start[:, None]).min(axis=0), HOP))
     np.testing.assert_array_equal(values, want)
     np.testing.assert_array_equal(np.sort(result.changed), np.flatnonzero(values != before))
     assert len(np.unique(result.changed)) == len(result.changed)
@@ -198,10 +198,10 @@ def test_levels_from_a_frontier_of_several_levels(g, data):
 def test_sssp_distances_match_dijkstra(g, data):
     n, src, dst, w = g
     source = data.draw(st.integers(0, n - 1))
-    values = initial_values(n, source, STORED)
-    assert run(csr(n, src, dst, w), values, [source], STORED).converged
+    values = initial_values(n, source, DISTANCE)
+    assert run(csr(n, src, dst, w), values, [source], DISTANCE).converged
     dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
-    np.testing.assert_array_equal(values, engine_values(dist, STORED))
+    np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
 
 
 @settings(max_examples=150, deadline=None)
@@ -210,7 +210,7 @@ def test_cc_labels_match_connected_components(g):
     n, src, dst, _ = g
     both_src, both_dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     labels = np.arange(n, dtype=np.int32)
-    assert run(csr(n, both_src, both_dst), labels, np.arange(n), ZERO).converged
+    assert run(csr(n, both_src, both_dst), labels, np.arange(n), LABEL).converged
     np.testing.assert_array_equal(labels, component_min_labels(
         scipy_matrix(n, both_src, both_dst, np.ones(len(both_src)))))
 
@@ -224,22 +224,22 @@ def random_graph(n=20_000, m=200_000, seed=3):
     return n, src, dst, rng.random(m, dtype=np.float32)
 
 
-@pytest.mark.parametrize("mode", [UNIT, ZERO, STORED])
+@pytest.mark.parametrize("mode", [HOP, LABEL, DISTANCE])
 def test_rounds_split_across_threads_match_scipy(mode):
     n, src, dst, _ = random_graph(m=400_000)
-    if mode == ZERO:
+    if mode == LABEL:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     w = np.random.default_rng(4).integers(0, 40, len(src)).astype(np.float32) / 4
     matrix = scipy_matrix(n, src, dst, w)
-    if mode == ZERO:
+    if mode == LABEL:
         values, frontier, expected = np.arange(n, dtype=np.int32), np.arange(n), \
             component_min_labels(matrix)
     else:
         values, frontier = initial_values(n, 0, mode), [0]
-        expected = engine_values(csgraph.dijkstra(matrix, indices=0) if mode == STORED else
+        expected = engine_values(csgraph.dijkstra(matrix, indices=0) if mode == DISTANCE else
                                  csgraph.shortest_path(matrix, indices=0, unweighted=True), mode)
-    if mode == UNIT:  # a level with more out-edges than one thread pushes alone
-        reached = expected != infinity(UNIT)
+    if mode == HOP:  # a level with more out-edges than one thread pushes alone
+        reached = expected != infinity(HOP)
         level_edges = np.bincount(expected[reached], np.bincount(src, minlength=n)[reached])
         assert level_edges.max() >= _PARALLEL_EDGES
     result = run(csr(n, src, dst, w), values, frontier, mode)
@@ -250,13 +250,13 @@ def test_rounds_split_across_threads_match_scipy(mode):
 def test_push_round_returns_sorted_claims_and_clears_flags():
     n, src, dst, w = random_graph()
     indptr, indices, weights = csr(n, src, dst, w)
-    values = initial_values(n, 0, STORED)
+    values = initial_values(n, 0, DISTANCE)
     in_next = np.zeros(n, dtype=np.uint8)
     frontier = np.array([0], dtype=np.int32)
     for _ in range(4):  # grows past one piece of edges, so several threads push
         before = values.copy()
         frontier, pushed = push_round(indptr, indices, weights, values, frontier, in_next,
-                                      STORED)
+                                      DISTANCE)
         assert not in_next.any()
         np.testing.assert_array_equal(frontier, np.flatnonzero(values != before))
         assert frontier.dtype == np.int64
@@ -271,10 +271,10 @@ def test_a_hub_split_across_threads_matches_scipy():
     path_src, path_dst = np.arange(1, n - 1), np.arange(2, n)
     src, dst = np.concatenate([src, path_src]), np.concatenate([dst, path_dst])
     w = np.concatenate([w, np.full(n - 2, 0.25, dtype=np.float32)])
-    values = initial_values(n, 0, STORED)
-    run(csr(n, src, dst, w), values, [0], STORED)
+    values = initial_values(n, 0, DISTANCE)
+    run(csr(n, src, dst, w), values, [0], DISTANCE)
     np.testing.assert_array_equal(values, engine_values(
-        csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0), STORED))
+        csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0), DISTANCE))
 
 
 def test_fifty_parallel_runs_agree_with_each_other_and_one_thread():
@@ -283,13 +283,13 @@ def test_fifty_parallel_runs_agree_with_each_other_and_one_thread():
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        expected = initial_values(n, 0, STORED)
-        run(graph, expected, [0], STORED)
+        expected = initial_values(n, 0, DISTANCE)
+        run(graph, expected, [0], DISTANCE)
     finally:
         numba.set_num_threads(threads)
     for _ in range(50):
-        values = initial_values(n, 0, STORED)
-        run(graph, values, [0], STORED)
+        values = initial_values(n, 0, DISTANCE)
+        run(graph, values, [0], DISTANCE)
         np.testing.assert_array_equal(values, expected)
     # float32 sums differ from dijkstra's float64 ones only by rounding
     dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0)
@@ -300,13 +300,13 @@ def test_hand_back_stops_early_and_resuming_gives_the_same_answer():
     n, src, dst, w = random_graph()
     graph = csr(n, src, dst, w)
     outdeg = np.diff(graph[0])
-    one_shot = initial_values(n, 0, STORED)
-    run(graph, one_shot, [0], STORED)
+    one_shot = initial_values(n, 0, DISTANCE)
+    run(graph, one_shot, [0], DISTANCE)
 
-    values = initial_values(n, 0, STORED)
+    values = initial_values(n, 0, DISTANCE)
     frontier, calls, changed = np.array([0]), 0, []
     while frontier.size:
-        result = run(graph, values, frontier, STORED, max_frontier_edges=500)
+        result = run(graph, values, frontier, DISTANCE, max_frontier_edges=500)
         if not result.converged:
             assert outdeg[result.frontier].sum() >= 500
         frontier, calls = result.frontier, calls + 1
@@ -314,11 +314,11 @@ def test_hand_back_stops_early_and_resuming_gives_the_same_answer():
     assert calls > 2
     np.testing.assert_array_equal(values, one_shot)
     np.testing.assert_array_equal(np.unique(np.concatenate(changed)),
-                                  np.flatnonzero(values != initial_values(n, 0, STORED)))
+                                  np.flatnonzero(values != initial_values(n, 0, DISTANCE)))
 
 
-@pytest.mark.parametrize("mode, delta", [(UNIT, None), (STORED, None), (STORED, np.inf),
-                                         (STORED, 0.01), (STORED, 10.0)])
+@pytest.mark.parametrize("mode, delta", [(HOP, None), (DISTANCE, None), (DISTANCE, np.inf),
+                                         (DISTANCE, 0.01), (DISTANCE, 10.0)])
 def test_values_at_or_below_the_waiting_minimum_are_final_after_a_hand_back(mode, delta):
     """The scheduler's strong threshold after a push: later updates all descend from a
     waiting vertex, so nothing at or below the smallest waiting value changes again."""
@@ -341,8 +341,8 @@ def test_values_at_or_below_the_waiting_minimum_are_final_after_a_hand_back(mode
     assert handbacks >= 2
 
 
-@pytest.mark.parametrize("mode, delta", [(UNIT, None), (ZERO, None), (STORED, None),
-                                         (STORED, np.inf), (STORED, 0.01)])
+@pytest.mark.parametrize("mode, delta", [(HOP, None), (LABEL, None), (DISTANCE, None),
+                                         (DISTANCE, np.inf), (DISTANCE, 0.01)])
 def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
     """The scheduler passes one Scratch to all its calls: each call must leave it clean,
     or the next one would miss changed vertices."""
@@ -393,15 +393,15 @@ def test_parallel_flag_scan_equals_flatnonzero(n):
 
 def test_unreached_frontier_vertices_push_nothing():
     graph = csr(3, [0, 1], [1, 2])
-    values = initial_values(3, [], UNIT)  # all INF: INF + 1 must not wrap to a small value
-    result = run(graph, values, [0, 1], UNIT)
+    values = initial_values(3, [], HOP)  # all INF: INF + 1 must not wrap to a small value
+    result = run(graph, values, [0, 1], HOP)
     assert result.converged and result.edges_pushed == 0
     assert (values == INT_INF).all()
 
 
 @pytest.mark.parametrize("mode, dtype, weights", [
-    (UNIT, np.float32, None), (STORED, np.int32, None), (STORED, np.float32, None),
-    (STORED, np.float32, np.ones(1, np.float64))])
+    (HOP, np.float32, None), (DISTANCE, np.int32, None), (DISTANCE, np.float32, None),
+    (DISTANCE, np.float32, np.ones(1, np.float64))])
 def test_mismatched_values_or_weights_are_rejected(mode, dtype, weights):
     indptr, indices, _ = csr(2, [0], [1])
     with pytest.raises(ValueError):

@@ -1,10 +1,11 @@
 """Breadth-first search: the hop count from a source to every vertex.
 
-Method: level-synchronous pull over the (min, +) semiring with unit weights, each round
-pulling ``min(level[u] + 1)`` over the in-edges of the active pages, with direction
+Method: level-synchronous pull of the edge operator ``d + 1``
+(:data:`~seraph.operators.HOP`), each round pulling ``min(level[u] + 1)`` over the in-edges
+of the active pages, with direction
 switching: when the frontier's out-edges are few the rounds push from it instead, and when
 few vertices are left unsettled a bottom-up round pulls just their in-edges. Strong rule
-``ROUNDS``: after k rounds a vertex holding a level up to k + 1 holds its final level, so
+``LEVELS``: after k rounds a vertex holding a level up to k + 1 holds its final level, so
 its pulls are skipped.
 
 - S. Beamer, K. Asanović, D. Patterson. Direction-optimizing breadth-first search.
@@ -26,12 +27,12 @@ import scipy.sparse.csgraph as csgraph
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare, verify_paths
 from seraph.api import as_graph, execute_from, make_config, public_call
+from seraph.operators import HOP, OPERATORS
 from seraph.scheduler import EngineConfig
-from seraph.semiring import UNIT
-from seraph.spec import ROUNDS, Algorithm, Output
+from seraph.spec import LEVELS, Algorithm, Output
 from seraph.stats import RunStats, Trace
 
-SPEC = Algorithm("bfs", UNIT, ROUNDS, "strong", needs_source=True,
+SPEC = Algorithm("bfs", OPERATORS[HOP], LEVELS, "strong", needs_source=True,
                  output=Output(unreached=-1))
 
 

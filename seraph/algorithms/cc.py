@@ -9,8 +9,8 @@ root is its component's smallest id (:mod:`seraph.backends.cpu.union_find`;
 grow with the diameter. With ``components="propagation"`` (the predictors' subject):
 
 Method: min-label propagation (the label-propagation member of the Shiloach-Vishkin
-family) over the (min, +) semiring with zero weights: every vertex starts with its own id
-and each round pulls ``min(label[u])`` over its in-edges. Strong rule ``MIN_CHANGED``: the
+family) of the edge operator ``d``: every vertex starts with its own id
+and each round pulls ``min(label[u])`` over its in-edges. Strong rule ``SMALLEST_WRITTEN``: the
 smallest label a round wrote is the smallest label whose component changed, so the labels
 below it form closed, settled components.
 
@@ -58,16 +58,16 @@ from seraph.algorithms.verify import (
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
+from seraph.operators import LABEL, OPERATORS
 from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
 from seraph.scheduler import EngineConfig, Run
-from seraph.semiring import ZERO
-from seraph.spec import MIN_CHANGED, Algorithm, Output, Plan
+from seraph.spec import SMALLEST_WRITTEN, Algorithm, Output, Plan
 from seraph.stats import RunStats, Trace
 
 #: CC's first phase when pages move: the hub's component, found as BFS finds its levels.
 #: CC's kernels and strong rule, but the values start at infinity with 0 at the hub, so a
 #: reached vertex holds 0, provably final.
-REACH = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=True)
+REACH = Algorithm("cc", OPERATORS[LABEL], SMALLEST_WRITTEN, "strong", needs_source=True)
 
 
 def components_from_hub(run: Run, hub: int) -> None:
@@ -104,7 +104,7 @@ def union_find(run: Run) -> None:
     """The whole run: the backend's union-find (``Backend.components``)."""
     start = time.perf_counter()
     progress.working("union-find", run.stats)
-    run.be.components()
+    run.be.union_find()
     run.stats.kernel_time += time.perf_counter() - start
 
 
@@ -115,7 +115,7 @@ def plan(graph, layout, config: EngineConfig) -> Plan | None:
     return hub_plan(graph, layout, config)
 
 
-SPEC = Algorithm("cc", ZERO, MIN_CHANGED, "strong", needs_source=False,
+SPEC = Algorithm("cc", OPERATORS[LABEL], SMALLEST_WRITTEN, "strong", needs_source=False,
                  output=Output(dtype=np.dtype(np.int64)), plan=plan)
 #: CC by label propagation: on a high-diameter graph it runs many dense rounds, where the
 #: weak history pays on the CPU (docs/benchmarks/predictors-cpu.md).

@@ -1,8 +1,8 @@
 """Single-source shortest paths: float32 distances over the stored (non-negative) weights.
 
-Method: Bellman-Ford style pull over the (min, +) semiring, each round pulling
+Method: Bellman-Ford style pull of the edge operator ``d + w``, each round pulling
 ``min(dist[u] + w)`` over the in-edges of the active pages, with the strong rule
-``MIN_CHANGED``: no vertex at or below the smallest distance the last round wrote can
+``SMALLEST_WRITTEN``: no vertex at or below the smallest distance the last round wrote can
 still change (the Dijkstra argument; Crauser et al.'s IN criterion), raised per vertex by
 its lightest in-edge (:mod:`seraph.lightest`). Sparse phases push by delta-stepping
 (Meyer & Sanders) and pull bottom-up, as BFS's do.
@@ -31,12 +31,13 @@ from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import compare, verify_paths
 from seraph.api import as_graph, execute_from, make_config, public_call
 from seraph.errors import InputError
+from seraph.operators import DISTANCE, OPERATORS
 from seraph.scheduler import EngineConfig
-from seraph.semiring import STORED
-from seraph.spec import MIN_CHANGED, Algorithm
+from seraph.spec import SMALLEST_WRITTEN, Algorithm
 from seraph.stats import RunStats, Trace
 
-SPEC = Algorithm("sssp", STORED, MIN_CHANGED, "strong", needs_source=True)
+SPEC = Algorithm("sssp", OPERATORS[DISTANCE], SMALLEST_WRITTEN, "strong", needs_source=True,
+                 lightest_first=True)
 
 
 @dataclass

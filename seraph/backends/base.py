@@ -218,7 +218,7 @@ class Backend(ABC):
         (:class:`seraph.backends.cpu.host_push.HostPush` runs them on the host)."""
 
     @abstractmethod
-    def components(self) -> None:
+    def union_find(self) -> None:
         """Connected components by union-find, into the values (CC's, every vertex its own
         id to start): each vertex's value becomes the smallest vertex id of its component
         (docs/design.md, "Union-find CC")."""

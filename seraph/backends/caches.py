@@ -10,6 +10,7 @@ import numpy as np
 
 from seraph import hubs
 from seraph.lightest import NO_BOUND, LightestIn, lightest_in
+from seraph.operators import WIDTH, width_codes
 
 
 def graph_cached(graph, key, make: Callable[[], object]):
@@ -36,6 +37,22 @@ def graph_lightest_in(graph) -> LightestIn:
         indptr, _indices, weights = graph.csc()
         return NO_BOUND if weights is None else lightest_in(indptr, weights)
     return graph_cached(graph, "lightest in", build)
+
+
+def operands(weights: np.ndarray | None, op: int) -> np.ndarray | None:
+    """What the host kernels read per edge for the edge operator ``op``: the weights, or
+    for WIDTH their width codes (:func:`seraph.operators.width_codes`), so that each
+    operator's offer stays in its values' type."""
+    return width_codes(weights) if op == WIDTH and weights is not None else weights
+
+
+def graph_operands(graph, op: int, rows: str) -> np.ndarray | None:
+    """:func:`operands` of the graph's ``rows`` ("csc" or "csr") weights (built once per
+    graph where they differ from the weights)."""
+    weights = getattr(graph, rows)()[2]
+    if op != WIDTH or weights is None:
+        return weights
+    return graph_cached(graph, ("operands", op, rows), lambda: operands(weights, op))
 
 
 def graph_hub_chunks(graph) -> hubs.HubChunks:

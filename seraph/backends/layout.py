@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from seraph.backends.caches import graph_hub_chunks
 from seraph.errors import DeviceError
 from seraph.predictors import WITH_DIAGRAM
-from seraph.semiring import STORED
 from seraph.units import format_size
 
 #: The most source blocks the activity summary tracks; more blocks are more precise but
@@ -97,6 +96,6 @@ class Layout:
         """The layout of a run of ``algorithm`` under ``predictor`` (resolved: ``none``,
         ``strong``, ``weak`` or ``combined``), as :func:`seraph.api.execute` plans it."""
         return cls.plan(graph, predictor in WITH_DIAGRAM, budget,
-                        weights=algorithm.weight_mode == STORED,
+                        weights=algorithm.operator.weighted,
                         lightest=predictor in ("strong", "combined")
-                        and algorithm.lightest_in_rule)
+                        and algorithm.lightest_first)

@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
 from seraph.backends.base import BottomUpResult, SweepResult
-from seraph.backends.caches import out_degrees
+from seraph.backends.caches import graph_operands, operands, out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
@@ -30,7 +30,6 @@ from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
 from seraph.interrupts import STOP
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.semiring import STORED, UNIT
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
@@ -48,7 +47,7 @@ class CpuBackend(HostPush):
     def __init__(self, graph, algorithm, layout, table: np.ndarray | None,
                  initial_state: int = 0):
         super().__init__(graph, algorithm, layout, table, initial_state)
-        indptr, indices, weights = graph.csc()
+        indptr, indices, _weights = graph.csc()
         self.indptr = indptr
         n, pe = graph.num_vertices, graph.page_edges
         self.values = np.empty(n, dtype=algorithm.dtype)
@@ -56,14 +55,21 @@ class CpuBackend(HostPush):
         self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
         self._no_weights = np.zeros(0, dtype=np.float32)
+        # The sweeps read each edge's operand (caches.operands): a page's weights, or what
+        # the edge operator makes of them, which a copy makes in place.
         if layout.resident:
             # Every page is resident: the slot buffers are the graph's own arrays.
             self.slot_indices = indices
-            self.slot_weights = weights if layout.weights else self._no_weights
+            self.slot_weights = graph_operands(graph, algorithm.op, "csc") \
+                if layout.weights else self._no_weights
         else:
             self.slot_indices = np.zeros(layout.num_slots * pe, dtype=np.int32)
-            self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=np.float32)
+            dtype = operands(self._no_weights, algorithm.op).dtype
+            self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=dtype)
                                  if layout.weights else self._no_weights)
+        # SSSP's pulls stop at the first in-edge too heavy to help where rows are listed
+        # lightest first.
+        self._by_weight = algorithm.lightest_first and graph.rows_by_weight
         self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-copy")
         self._copies: dict[int, Future] = {}
         self._chunks = 4 * numba.get_num_threads()
@@ -74,8 +80,8 @@ class CpuBackend(HostPush):
     # -- capabilities ---------------------------------------------------------------------
     def default_push_alpha(self) -> float:
         """:data:`PUSH_ALPHA`, and :data:`ORDERED_PUSH_ALPHA` where pushes are
-        delta-stepping (stored weights: SSSP)."""
-        return ORDERED_PUSH_ALPHA if self.algorithm.weight_mode == STORED else PUSH_ALPHA
+        delta-stepping (an operator whose pushes go in bins: SSSP's)."""
+        return ORDERED_PUSH_ALPHA if self.algorithm.operator.binned else PUSH_ALPHA
 
     def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
         """:data:`PULL_PER_PUSH` times the push limit."""
@@ -86,7 +92,10 @@ class CpuBackend(HostPush):
         start = time.perf_counter()
         pe = self.graph.page_edges
         weights = self.slot_weights[slot * pe:(slot + 1) * pe] if self.layout.weights else None
-        self.graph.read_page(page, self.slot_indices[slot * pe:(slot + 1) * pe], weights)
+        self.graph.read_page(page, self.slot_indices[slot * pe:(slot + 1) * pe],
+                             None if weights is None else weights.view(np.float32))
+        if weights is not None and weights.dtype != np.float32:
+            weights[:] = operands(weights.view(np.float32), self.algorithm.op)
         return start, time.perf_counter()
 
     def load(self, slot: int, page: int) -> None:
@@ -109,7 +118,8 @@ class CpuBackend(HostPush):
         counters, minimum = sweep_pages(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
-            self.algorithm.weight_mode, g.rows_by_weight, self.algorithm.inf, predictor,
+            self.algorithm.op, self._by_weight, self.algorithm.levels, self.algorithm.inf,
+            predictor,
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
             self.states, self.changed,
             self.block_epoch, self.layout.block_shift, epoch, self._chunks,
@@ -121,8 +131,8 @@ class CpuBackend(HostPush):
         for every later window and round with the same floor (values only go down, so its
         bits stay true), or empty where no floor is known."""
         alg = self.algorithm
-        floor = pull_floor(predictor, alg.weight_mode, alg.dtype.type(threshold))
-        if alg.weight_mode != UNIT or floor <= 0:
+        floor = pull_floor(predictor, alg.levels, alg.dtype.type(threshold))
+        if floor <= 0:
             return NO_BITS
         if floor != self._offering_for:
             self._offering, self._offering_for = offering_floor(self.values, floor), floor
@@ -144,7 +154,7 @@ class CpuBackend(HostPush):
             # some in-edges, so a debt from an earlier skip stays.
             self.states[changed] = self.initial_state | (self.states[changed] & OWES)
 
-    def components(self) -> None:
+    def union_find(self) -> None:
         """Union-find over the graph's CSC, which the host holds whole: each edge is read
         once or twice (Afforest's sampling, then the rest outside the giant component)."""
         indptr, indices, _ = self.graph.csc()
@@ -172,11 +182,12 @@ class CpuBackend(HostPush):
                              self.strong_bound(threshold))
         if vertices is None:
             return None
-        _indptr, indices, weights = self.graph.csc()
+        indices = self.graph.csc()[1]
         alg = self.algorithm
-        lowered, minimum, edges = pull_round(self.indptr, indices, weights, self.values,
-                                             vertices, alg.weight_mode, alg.inf, threshold,
-                                             self.graph.rows_by_weight)
+        lowered, minimum, edges = pull_round(self.indptr, indices,
+                                             graph_operands(self.graph, alg.op, "csc"),
+                                             self.values, vertices, alg.op, alg.inf,
+                                             threshold, self._by_weight, alg.levels)
         self.changed[lowered] = 1
         self.mark_blocks(lowered, epoch)
         return BottomUpResult(len(vertices), len(lowered), minimum, edges)

@@ -46,11 +46,13 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
 
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
-               values: np.ndarray, vertices: np.ndarray, weight_mode: int, inf,
-               threshold, by_weight: bool = False) -> tuple[np.ndarray, object, int]:
+               values: np.ndarray, vertices: np.ndarray, op: int, inf,
+               threshold, by_weight: bool = False, levels: bool = False
+               ) -> tuple[np.ndarray, object, int]:
     """Pulls the in-edges of each of ``vertices`` (distinct ids, the ones the strong rule
     leaves open at ``threshold``) into ``values``, each vertex's until it has the lowest
-    value it can get (:func:`~seraph.backends.cpu.pull.pull_floor`) or, with ``by_weight``
+    value it can get (with ``levels``: :func:`~seraph.backends.cpu.pull.pull_floor`) or,
+    with ``by_weight``
     (rows lightest first), until the next in-edge's weight alone reaches its value.
 
     Returns (the vertices lowered, ascending if ``vertices`` is, the smallest value written
@@ -65,7 +67,7 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
     _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, by_weight, inf, pull_floor(STRONG, weight_mode, threshold),
+                 op, by_weight, inf, pull_floor(STRONG, levels, threshold),
                  STOP)
     return _kept(vertices, lowered), minimum.min(), total
 
@@ -130,7 +132,7 @@ def _kept(vertices, keep):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 weight_mode, by_weight, inf, floor, halt):
+                 op, by_weight, inf, floor, halt):
     # No bitmap of the vertices offering the floor: a round pulls a few thousand vertices,
     # and building it (pull.offering_floor) would cost more than it saves.
     # Each vertex is written only by the piece that pulls it; reading a value another
@@ -144,7 +146,7 @@ def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, mi
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
-                          weight_mode, by_weight, inf, floor, NO_BITS)
+                          op, by_weight, inf, floor, NO_BITS)
             if best < old:
                 values[v] = best
                 lowered[i] = True

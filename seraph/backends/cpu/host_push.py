@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from seraph.backends.base import Backend, PushOutcome
-from seraph.backends.caches import graph_max_out_degree, hand_back, take_pooled
+from seraph.backends.caches import (
+    graph_max_out_degree,
+    graph_operands,
+    hand_back,
+    take_pooled,
+)
 from seraph.backends.cpu.push import Scratch, push_until
 
 
@@ -21,14 +26,15 @@ class HostPush(Backend):
 
     def push(self, frontier, edge_limit: float, epoch: int) -> PushOutcome:
         graph, alg = self.graph, self.algorithm
-        indptr, indices, weights = graph.csr()
+        indptr, indices, _weights = graph.csr()
         if self._scratch is None:
             # Filling a new one costs O(n), too much for every round.
             self._scratch = take_pooled(graph, "push_scratch",
                                         lambda: Scratch(graph.num_vertices))
         values = self.host_values()
-        res = push_until(indptr, indices, weights, values, np.asarray(frontier),
-                         alg.weight_mode, int(edge_limit), scratch=self._scratch,
+        res = push_until(indptr, indices, graph_operands(graph, alg.op, "csr"), values,
+                         np.asarray(frontier),
+                         alg.op, int(edge_limit), scratch=self._scratch,
                          max_degree=graph_max_out_degree(graph))
         if len(res.changed):
             self.apply_host_changes(res.changed, epoch)

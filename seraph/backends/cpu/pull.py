@@ -17,8 +17,8 @@ from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
 from seraph.lightest import proven
+from seraph.operators import HOP, LABEL, WIDTH
 from seraph.predictors import STRONG, WEAK, weak_record, weak_skip
-from seraph.semiring import STORED, UNIT
 
 # Counters each sweep reports, as columns of the per-chunk counter array.
 ATTEMPTED, SUCCEEDED, SKIPPED_STRONG, SKIPPED_WEAK = range(4)
@@ -31,10 +31,22 @@ SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")
-def relax(values, indices, weights, lo, hi, best, weight_mode, by_weight, inf, floor,
+def offer(op, val, w):
+    """What a weighted edge operator (:mod:`seraph.operators`) offers over an edge of weight
+    operand ``w`` from a value ``val``: ``val + w`` for DISTANCE (and for HOP and LABEL
+    given their constant 1 or 0), ``max(val, w)`` for WIDTH, whose operands are width codes
+    (:func:`~seraph.operators.width_codes`). Both branches keep the operands' type."""
+    if op == WIDTH:
+        return w if w > val else val
+    return val + w
+
+
+@njit(cache=True, inline="always")
+def relax(values, indices, weights, lo, hi, best, op, by_weight, inf, floor,
           offering):
-    """min(best, value[u] + w) over the in-edges [lo, hi) (never adding to INF), stopping
-    once it reaches ``floor``, below which no candidate can go (:func:`pull_floor`).
+    """min(best, offer(value[u], w)) over the in-edges [lo, hi) (:func:`offer`; never
+    offering from INF), stopping once it reaches ``floor``, below which no candidate can go
+    (:func:`pull_floor`). ``weights`` holds the operator's operands (weighted operators).
 
     With ``by_weight`` (rows lightest first, ``Graph.rows_by_weight``) it also stops at the
     first in-edge whose weight alone reaches ``best``: values are at least 0, so neither it
@@ -52,32 +64,33 @@ def relax(values, indices, weights, lo, hi, best, weight_mode, by_weight, inf, f
             if offering[u >> 3] >> (u & 7) & 1:
                 return floor
     for i in range(lo, hi):
-        if weight_mode == STORED and by_weight and weights[i] >= best:
+        if by_weight and weights[i] >= best:
             break
         u = indices[i]
         val = values[u]
-        if weight_mode == UNIT:
+        if op == HOP:
             if val != inf and val + 1 < best:
                 best = val + 1
-        elif weight_mode == STORED:
-            cand = val + weights[i]
+        elif op == LABEL:
+            if val < best:
+                best = val
+        else:
+            cand = offer(op, val, weights[i])
             if cand < best:
                 best = cand
-        elif val < best:
-            best = val
         if best <= floor:
             break
     return best
 
 
 @njit(cache=True, inline="always")
-def pull_floor(predictor, weight_mode, threshold):
+def pull_floor(predictor, levels, threshold):
     """The smallest value a pull can give a vertex the strong rule leaves open, so that
     the pull stops once it has it (-1: none known). For BFS it is the threshold: after k
     rounds every vertex within k hops holds its level, so a vertex above k + 1 is more than
     k hops away and no in-neighbour offers less than k + 1 (design.md, section 7). This is
     the early exit of a bottom-up BFS step, which stops at the first parent it finds."""
-    if predictor & STRONG and weight_mode == UNIT and threshold >= 0:
+    if predictor & STRONG and levels and threshold >= 0:
         return threshold
     return -1
 
@@ -98,7 +111,7 @@ def offering_floor(values, floor):
 
 
 @njit(cache=True, nogil=True)
-def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, weight_mode,
+def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, op,
                 by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
                 changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
                 offering):
@@ -121,7 +134,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             continue
         counters[chunk, ATTEMPTED] += 1
         best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
-                      weight_mode, by_weight, inf, floor, offering)
+                      op, by_weight, inf, floor, offering)
         if best < old:
             values[v] = best
             changed[v] = 1
@@ -136,7 +149,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
 
 @njit(cache=True, nogil=True)
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
-                indices, weights, values, weight_mode, by_weight, inf, predictor, threshold,
+                indices, weights, values, op, by_weight, levels, inf, predictor, threshold,
                 light_codes, light_unit, table, states, changed, block_epoch, block_shift,
                 epoch, num_chunks, offering, halt):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
@@ -148,7 +161,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     """
     counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
-    floor = pull_floor(predictor, weight_mode, threshold)
+    floor = pull_floor(predictor, levels, threshold)
     for k in range(len(pages)):
         if atomic_load(halt, 0):
             break
@@ -159,13 +172,13 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         count = last_vertex[p] + 1 - v_first
         if length < SERIAL_EDGES:
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
-                        offsets[k], values, weight_mode, by_weight, inf, predictor, threshold,
+                        offsets[k], values, op, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
                         block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
                         floor, offering)
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
-                         indices, weights, offsets[k], values, weight_mode, by_weight, inf,
+                         indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering)
     return counters.sum(axis=0), minimum.min()
@@ -173,7 +186,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
 
 @njit(cache=True, nogil=True, parallel=True)
 def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
-                 values, weight_mode, by_weight, inf, predictor, threshold, light_codes,
+                 values, op, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
                  minimum, floor, offering):
     """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
@@ -181,7 +194,7 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
         # typing, uint64 once parallelised) would compile _pull_range twice more.
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
-                    length, indptr, indices, weights, offset, values, weight_mode, by_weight,
+                    length, indptr, indices, weights, offset, values, op, by_weight,
                     inf, predictor, threshold, light_codes, light_unit, table, states, changed,
                     block_epoch, block_shift, epoch, counters, minimum, np.int64(c), floor,
                     offering)

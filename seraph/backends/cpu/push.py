@@ -38,13 +38,14 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.caches import max_out_degree
+from seraph.backends.caches import max_out_degree, operands
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_store, atomic_xchg
 from seraph.backends.cpu.prefetch import prefetch
+from seraph.backends.cpu.pull import offer
 from seraph.errors import ConfigError
 from seraph.interrupts import STOP
+from seraph.operators import HOP, OPERATORS, infinity, value_dtype
 from seraph.progress import LIVE
-from seraph.semiring import STORED, UNIT, infinity, value_dtype
 
 #: Edges per piece below which splitting a round further costs more than it balances.
 GRAIN_EDGES = 4096
@@ -102,16 +103,16 @@ class PushResult:
 
 def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                values: np.ndarray, frontier: np.ndarray, in_next: np.ndarray,
-               weight_mode: int) -> tuple[np.ndarray, int]:
+               op: int) -> tuple[np.ndarray, int]:
     """Relax every out-edge of ``frontier`` once, in parallel, updating ``values`` in place.
 
     ``frontier`` holds distinct vertex ids (int32 or int64). ``in_next`` is a uint8 array of
     ``len(values)`` zeros; it is zero again on return. Returns the next frontier (sorted
     int64: every vertex whose value this round lowered) and the number of edges pushed.
     """
-    edge_weights, stride = _edge_weights(indices, weights, values, weight_mode)
-    nxt, pushed, _, ordered = _push_round(indptr, indices, edge_weights, stride, values,
-                                          infinity(weight_mode), frontier, in_next,
+    edge_weights, stride = _edge_weights(indices, weights, values, op)
+    nxt, pushed, _, ordered = _push_round(indptr, indices, edge_weights, stride, op, values,
+                                          infinity(op), frontier, in_next,
                                           round_pieces())
     if not ordered:
         nxt.sort()
@@ -145,7 +146,7 @@ class Scratch:
 
 
 def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
-               values: np.ndarray, frontier: np.ndarray, weight_mode: int,
+               values: np.ndarray, frontier: np.ndarray, op: int,
                max_frontier_edges: int, delta: float | None = None,
                scratch: Scratch | None = None, max_degree: int | None = None) -> PushResult:
     """Push until converged or until the waiting vertices have ``max_frontier_edges``
@@ -162,18 +163,18 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     ``scratch`` (for ``len(values)`` vertices) saves allocating the per-vertex arrays, and
     ``max_degree`` (the largest out-degree) a pass over ``indptr``.
     """
-    edge_weights, stride = _edge_weights(indices, weights, values, weight_mode)
+    edge_weights, stride = _edge_weights(indices, weights, values, op)
     frontier = np.asarray(frontier, dtype=np.int64)
     if scratch is None or scratch.num_vertices != len(values):
         scratch = Scratch(len(values))
-    if weight_mode == STORED:
+    if OPERATORS[op].binned:
         delta = default_delta(indptr, weights) if delta is None else _checked_delta(delta)
         if delta != math.inf:
             return _ordered(indptr, indices, edge_weights, values, frontier,
                             max_frontier_edges, delta, scratch.pend())
     if max_degree is None:
         max_degree = max_out_degree(indptr)
-    return _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode,
+    return _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
                    max_frontier_edges, scratch.in_next(), max_degree)
 
 
@@ -201,19 +202,19 @@ def _checked_delta(delta: float) -> float:
     return delta
 
 
-def _rounds(indptr, indices, edge_weights, stride, values, frontier, weight_mode,
+def _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
             max_frontier_edges, in_next, max_degree) -> PushResult:
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges
     (``in_next``: zero flags, zero again on return)."""
     frontier, rounds, edges, changed, unique = _rounds_loop(
-        indptr, indices, edge_weights, stride, values, infinity(weight_mode), frontier,
+        indptr, indices, edge_weights, stride, op, values, infinity(op), frontier,
         in_next, round_pieces(), max_frontier_edges, max_degree, STOP, LIVE)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
                       changed=changed if unique else _sorted_union([changed], len(values)))
 
 
 @njit(cache=True, nogil=True)
-def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_next,
+def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                  max_pieces, max_frontier_edges, max_degree, halt, live):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
@@ -248,14 +249,14 @@ def _rounds_loop(indptr, indices, weights, stride, values, inf, frontier, in_nex
             if count + frontier_edges > len(changed):  # room for a claim per edge
                 changed = _grown(changed, count, count + frontier_edges)
             claimed, pushed = _push_alone_round(
-                indptr, indices, weights, stride, values, inf, frontier, in_next, changed,
+                indptr, indices, weights, stride, op, values, inf, frontier, in_next, changed,
                 count, not one_level)
             frontier = changed[count:count + claimed]
             frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold)
             ordered = False
         else:
             frontier, pushed, frontier_edges, ordered = _push_round(
-                indptr, indices, weights, stride, values, inf, frontier, in_next,
+                indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                 max_pieces)
             if count + len(frontier) > len(changed):
                 changed = _grown(changed, count, count + len(frontier))
@@ -318,7 +319,7 @@ def _grown(a, used, need):
 
 
 @njit(cache=True)
-def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, in_next,
+def _push_alone_round(indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                       out, start, flagged):
     """One push round on this thread, with plain loads and stores: claims go to
     ``out[start:]``, each once by its flag in ``in_next`` where ``flagged`` (without it,
@@ -353,7 +354,7 @@ def _push_alone_round(indptr, indices, weights, stride, values, inf, frontier, i
             continue
         for e in range(lo, hi):
             v = indices[e]
-            cand = val + weights[e * stride]
+            cand = offer(op, val, weights[e * stride])
             if cand < values[v]:
                 values[v] = cand
                 if in_next[v] == 0:
@@ -440,19 +441,22 @@ def ids_between(a, lo, hi):
 
 
 def _edge_weights(indices: np.ndarray, weights: np.ndarray | None, values: np.ndarray,
-                  weight_mode: int) -> tuple[np.ndarray, int]:
+                  op: int) -> tuple[np.ndarray, int]:
     """The weight array the kernel reads as ``weights[e * stride]``.
 
-    Unit and zero weights become a one-element array of the value dtype with stride 0, so a
-    single kernel serves all three modes and its arithmetic stays in the value dtype.
+    HOP's and LABEL's constant 1 and 0 become a one-element array of the value dtype with
+    stride 0, so a single kernel serves every operator (:func:`~seraph.backends.cpu.pull.
+    offer`) and its arithmetic stays in the value dtype. A weighted operator reads its
+    operands (:func:`seraph.backends.caches.operands`), one per edge.
     """
-    dtype = value_dtype(weight_mode)
+    dtype = value_dtype(op)
     if values.dtype != dtype:
-        raise ValueError(f"weight mode {weight_mode} relaxes {dtype} values, got {values.dtype}")
-    if weight_mode != STORED:
-        return np.array([1 if weight_mode == UNIT else 0], dtype=dtype), 0
-    if weights is None or weights.dtype != np.float32 or len(weights) != len(indices):
-        raise ValueError("stored-weight mode needs float32 weights, one per edge")
+        raise ValueError(f"edge operator {op} relaxes {dtype} values, got {values.dtype}")
+    if not OPERATORS[op].weighted:
+        return np.array([1 if op == HOP else 0], dtype=dtype), 0
+    want = operands(np.zeros(0, np.float32), op).dtype
+    if weights is None or weights.dtype != want or len(weights) != len(indices):
+        raise ValueError(f"edge operator {op} needs {want} operands, one per edge")
     return weights, 1
 
 
@@ -478,14 +482,14 @@ def edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _push_round(indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces):
+def _push_round(indptr, indices, weights, stride, op, values, inf, frontier, in_next, max_pieces):
     """One push round; returns (next frontier, edges pushed, the next frontier's out-edges,
     whether it is sorted). The next frontier is sorted only when it comes from a scan:
     sorting a few hundred claims costs more than a small round's pushing (a 1024^2 grid's
     BFS is 2045 such rounds), and claim order is discovery order, which keeps the next
     round's reads near each other."""
     claimed, offsets, counts, pushed, out_edges = _push_frontier(
-        indptr, indices, weights, stride, values, inf, frontier, in_next, max_pieces)
+        indptr, indices, weights, stride, op, values, inf, frontier, in_next, max_pieces)
     ordered = _scan_is_faster(counts.sum(), len(values), max_pieces)
     if ordered:
         nxt = ids_between(in_next, np.int64(1), np.int64(1))  # as from Python: one compile
@@ -500,7 +504,7 @@ def _push_round(indptr, indices, weights, stride, values, inf, frontier, in_next
 
 
 @njit(cache=True)
-def _push_frontier(indptr, indices, weights, stride, values, inf, frontier, in_next,
+def _push_frontier(indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                    max_pieces):
     """Relax every out-edge of ``frontier`` once; returns (claimed, offsets, counts, edges
     pushed, the claimed vertices' out-edges): piece p claimed (set ``in_next`` of, once
@@ -525,23 +529,23 @@ def _push_frontier(indptr, indices, weights, stride, values, inf, frontier, in_n
     out_edges = np.zeros(pieces, dtype=np.int64)
     if pieces == 1:
         counts[0], pushed[0], out_edges[0] = _push_piece(
-            indptr, indices, weights, stride, values, inf, frontier, ends, in_next, 0, total,
+            indptr, indices, weights, stride, op, values, inf, frontier, ends, in_next, 0, total,
             claimed)
     else:
-        _push_pieces(indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
+        _push_pieces(indptr, indices, weights, stride, op, values, inf, frontier, ends, in_next,
                      offsets, claimed, counts, pushed, out_edges)
     return claimed, offsets, counts, pushed.sum(), out_edges.sum()
 
 
 @njit(parallel=True, cache=True)
-def _push_pieces(indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
+def _push_pieces(indptr, indices, weights, stride, op, values, inf, frontier, ends, in_next,
                  offsets, claimed, counts, pushed, out_edges):
     """Push the round's edges as ``len(counts)`` equal pieces in parallel; piece p claims
     into ``claimed[offsets[p]:offsets[p + 1]]`` and reports in ``counts/pushed/out_edges[p]``."""
     total, pieces = ends[-1], len(counts)
     for p in prange(pieces):
         counts[p], pushed[p], out_edges[p] = _push_piece(
-            indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
+            indptr, indices, weights, stride, op, values, inf, frontier, ends, in_next,
             _piece_end(total, pieces, p - 1), _piece_end(total, pieces, p),
             claimed[offsets[p]:offsets[p + 1]])
 
@@ -553,7 +557,7 @@ def _piece_end(total, pieces, p):
 
 
 @njit(inline="always", cache=True)
-def _push_piece(indptr, indices, weights, stride, values, inf, frontier, ends, in_next,
+def _push_piece(indptr, indices, weights, stride, op, values, inf, frontier, ends, in_next,
                 lo, hi, out):
     """Relax round edges [lo, hi); returns (vertices claimed into out, edges pushed, the
     claimed vertices' out-edges)."""
@@ -571,7 +575,7 @@ def _push_piece(indptr, indices, weights, stride, values, inf, frontier, ends, i
             first = indptr[u] + pos - (ends[i] - (indptr[u + 1] - indptr[u]))
             for e in range(first, first + stop - pos):
                 v = indices[e]
-                cand = val + weights[e * stride]
+                cand = offer(op, val, weights[e * stride])
                 # The plain read filters the common failing case without a locked write.
                 if (cand < atomic_load(values, v) and cand < atomic_min(values, v, cand)
                         and atomic_xchg(in_next, v, 1) == 0):

@@ -55,7 +55,6 @@ from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.semiring import STORED, UNIT
 from seraph.spec import Output
 
 _THREADS = 256
@@ -328,7 +327,7 @@ class CudaBackend(HostPush):
         copy or the host's pinned CSR, and a high-diameter graph's thousands of small
         levels cost a dense round each without it. BFS levels push further when pages
         move (:data:`LEVEL_PUSH_ALPHA`)."""
-        if self.algorithm.weight_mode == UNIT and not self.layout.resident:
+        if self.algorithm.levels and not self.layout.resident:
             return LEVEL_PUSH_ALPHA
         return PUSH_ALPHA
 
@@ -357,14 +356,14 @@ class CudaBackend(HostPush):
         self._bottom_up_kernel = _kernel("pull_unsettled", dtype)
         self._push_loop = _kernel("push_loop", dtype, cooperative=True)
         self._push_grid = min(MAX_PUSH_BLOCKS, _co_resident_blocks(self._push_loop.function))
-        # Near-far's bucket width for stored weights (the CPU engine's delta-stepping
-        # width); unit and zero weights push in plain rounds, already in order.
+        # Near-far's bucket width where the operator's pushes go in bins (the CPU engine's
+        # delta-stepping width); the others push in plain rounds.
         self._delta = dtype.type(
             graph_cached(graph, "push_delta", lambda: default_delta(csc_indptr, weights))
-            if algorithm.weight_mode == STORED and weights is not None else algorithm.inf)
+            if algorithm.operator.binned and weights is not None else algorithm.inf)
         # SSSP's pulls stop at the first in-edge too heavy to help where rows are
         # listed lightest first.
-        self._pulls_stop_early = algorithm.weight_mode == STORED and graph.rows_by_weight
+        self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
         self._persistent = _kernel("pull_persistent", dtype, cooperative=True)
         self._persistent_grid = _co_resident_blocks(self._persistent.function)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
@@ -631,12 +630,14 @@ class CudaBackend(HostPush):
         """The edges a pull or push relaxes, and the values it lowers."""
         alg = self.algorithm
         return {"indices": indices, "weights": weights, "values": self.values,
-                "mode": alg.weight_mode, "inf": alg.inf}
+                "mode": alg.op, "inf": alg.inf}
 
     def _pulled_edges(self, indices: cp.ndarray, weights: cp.ndarray) -> dict:
         """The edges a pull relaxes: :meth:`_edges`, and whether its rows are lightest
-        first, so that SSSP's pulls stop at the first in-edge too heavy to help."""
-        return {**self._edges(indices, weights), "by_weight": int(self._pulls_stop_early)}
+        first, so that SSSP's pulls stop at the first in-edge too heavy to help, and whether
+        BFS's bottom-up pulls may stop at the threshold."""
+        return {**self._edges(indices, weights), "by_weight": int(self._pulls_stop_early),
+                "levels": int(self.algorithm.levels)}
 
     def _marks(self, epoch: int) -> dict:
         """Where a pull marks its successes, and counts them and their smallest value."""
@@ -747,7 +748,7 @@ class CudaBackend(HostPush):
             ids.set(part, stream=self.compute_stream)
             yield ids, part
 
-    def components(self) -> None:
+    def union_find(self) -> None:
         """Union-find on the device (kernels/union_find.cu), CC's values being the parents:
         link each vertex with its first neighbours (those of one read), find the largest
         component from a sample, link the other vertices' rows. The edges are read where they

@@ -28,8 +28,8 @@ from seraph.backends.cpu.pull import (
     SKIPPED_WEAK,
     SUCCEEDED,
 )
+from seraph.operators import DISTANCE, HOP, LABEL, WIDTH, WIDTH_CODE_BASE
 from seraph.predictors import MAX_STATES, NONE, OWES, STATE_MASK, STRONG, WEAK
-from seraph.semiring import STORED, UNIT, ZERO
 
 #: The C name of each value type the kernels are built for (their template argument V).
 VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.int32): "int",
@@ -40,10 +40,11 @@ SCALARS = {"unsigned char": np.uint8, "int": np.int32, "unsigned int": np.uint32
 
 
 def constants() -> dict[str, int]:
-    """The codes the kernels share with the Python side: weight modes (seraph.semiring),
+    """The codes the kernels share with the Python side: edge operators (seraph.operators),
     predictor codes, the sweep counters' columns (seraph.backends.cpu.pull) and the
     weak predictor's state bits (seraph.predictors)."""
-    return {"UNIT": UNIT, "ZERO": ZERO, "STORED": STORED,
+    return {"OP_HOP": HOP, "OP_LABEL": LABEL, "OP_DISTANCE": DISTANCE, "OP_WIDTH": WIDTH,
+            "WIDTH_CODE_BASE": int(WIDTH_CODE_BASE),
             "PRED_NONE": NONE, "PRED_STRONG": STRONG, "PRED_WEAK": WEAK,
             "ATTEMPTED": ATTEMPTED, "SUCCEEDED": SUCCEEDED,
             "SKIPPED_STRONG": SKIPPED_STRONG, "SKIPPED_WEAK": SKIPPED_WEAK,
@@ -55,9 +56,10 @@ def constants() -> dict[str, int]:
 # dtype, or None for NULL). V is the kernel's value type.
 #: The edges a pull or push relaxes, and the values it lowers (values.cuh: candidate).
 _EDGES = ("const int* indices", "const float* weights", "V* values", "int mode", "V inf")
-#: A pull's edges, and whether each row lists them lightest first (STORED weights only;
-#: values.cuh: weight_reaches).
-_PULL_EDGES = (*_EDGES, "int by_weight")
+#: A pull's edges, whether each row lists them lightest first (SSSP's lightest_first;
+#: values.cuh: weight_reaches), and whether the rounds count levels, so that a bottom-up
+#: pull stops at the threshold (BFS's; pull.cu: pull_tiles).
+_PULL_EDGES = (*_EDGES, "int by_weight", "int levels")
 #: The strong rule (values.cuh: StrongRule): value <= threshold + light_codes[v] * light_unit.
 _STRONG = ("V threshold", "const unsigned char* light_codes", "float light_unit")
 #: A window sweep (pull.cu: WindowItems, sweep_items): the window's pages, their slot

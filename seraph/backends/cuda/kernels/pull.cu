@@ -247,7 +247,8 @@ __device__ __forceinline__ long long warp_min(long long x) {
 template <typename V>
 __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
                            const int* __restrict__ indices, const float* __restrict__ weights,
-                           V* values, int mode, V inf, bool by_weight, StrongRule<V> strong,
+                           V* values, int mode, V inf, bool by_weight, bool levels,
+                           StrongRule<V> strong,
                            unsigned char* changed, long long* block_epoch, int block_shift,
                            long long epoch) {
     constexpr unsigned ALL = 0xffffffffu;
@@ -263,8 +264,8 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
     const long long num_warps = ((long long)gridDim.x * blockDim.x) >> 5;
     // Chunks are aligned in memory, not in edge ids: `indices` may start anywhere.
     const long long skew = (long long)(((unsigned long long)indices >> 2) & 31);
-    // Unit weights and the plain threshold (no lightest-in-edge codes): BFS.
-    const bool stops_at_threshold = mode == UNIT && !less_value(0.0f, strong.unit);
+    // The rounds count levels and the threshold is plain (no lightest-in-edge codes): BFS.
+    const bool stops_at_threshold = levels && !less_value(0.0f, strong.unit);
     for (long long v0 = warp * 32; v0 < items.num_vertices; v0 += num_warps * 32) {
         const long long v = v0 + lane;
         // A lane past the last vertex holds an empty row beyond every edge.
@@ -348,7 +349,7 @@ template <typename V, typename Items>
 __device__ void sweep_items(
     SweepShared<V>& sh, Items items, const int* __restrict__ indices,
     const float* __restrict__ weights, V* values, int mode, V inf, bool by_weight,
-    int predictor, StrongRule<V> strong, int num_states, unsigned char* states,
+    bool levels, int predictor, StrongRule<V> strong, int num_states, unsigned char* states,
     unsigned char* changed, long long* block_epoch, int block_shift, long long epoch,
     int light_lanes, long long heavy_edges) {
     const int lane = threadIdx.x & 31;
@@ -361,7 +362,7 @@ __device__ void sweep_items(
                    block_shift, epoch)
 
     if constexpr (Items::tiled) {
-        pull_tiles<V>(sh, items, indices, weights, values, mode, inf, by_weight, strong,
+        pull_tiles<V>(sh, items, indices, weights, values, mode, inf, by_weight, levels, strong,
                       changed, block_epoch, block_shift, epoch);
     } else {
         const int glane = lane & (light_lanes - 1);
@@ -413,7 +414,7 @@ __device__ __forceinline__ void sweep_pages(SweepShared<V>& sh, int first, int e
     const WindowItems items{pages, offsets, vertex_prefix, chunk_prefix, page_first, indptr,
                             page_chunks, hub_chunks, page_edges, num_edges, hub_edges,
                             first, end, first};
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, mode == STORED && by_weight,
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, by_weight, levels,
                    predictor, StrongRule<V>{threshold, light_codes, light_unit}, num_states,
                    states, changed, block_epoch, block_shift, sweep_epoch, light_lanes,
                    heavy_edges);
@@ -472,7 +473,7 @@ __global__ void pull_unsettled(PULL_UNSETTLED_PARAMS) {
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
     const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
     // Lane groups and the heavy part are the window's (pull_tiles takes their place).
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, mode == STORED && by_weight,
+    sweep_items<V>(sh, items, indices, weights, values, mode, inf, by_weight, levels,
                    PRED_STRONG, StrongRule<V>{threshold, light_codes, light_unit}, 0,
                    nullptr, changed, block_epoch, block_shift, epoch, 32, 0);
     flush_shared(sh, counters, min_written, inf);

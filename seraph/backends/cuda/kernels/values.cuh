@@ -1,6 +1,6 @@
 // What every kernel file shares: the (min, +) arithmetic of a relaxation and the strong
 // rule. seraph/backends/cuda/kernels/interface.py's source_code puts this text in front of a kernel file's
-// own, after the header it writes (the weight modes UNIT, ZERO and STORED, the predictor
+// own, after the header it writes (the edge operators' codes OP_HOP, ..., the predictor
 // codes and state bits, and each kernel's parameters), before the CUDA backend compiles it
 // (so cupy's cache, keyed on the source text, sees a change here).
 //
@@ -54,21 +54,25 @@ __device__ __forceinline__ float atomic_min_value(float* addr, float val) {
     return __int_as_float(atomicMin(reinterpret_cast<int*>(addr), __float_as_int(val)));
 }
 
-// The value a relaxation of edge i offers its head: the tail's value plus the edge's weight
-// (1 for UNIT, 0 for ZERO, weights[i] for STORED); infinity stays infinity.
+// The value a relaxation of edge i offers its head (seraph/operators.py): the tail's value
+// plus 1 (OP_HOP), itself (OP_LABEL), plus weights[i] (OP_DISTANCE), or the larger of it
+// and the weight's width code (OP_WIDTH: WIDTH_CODE_BASE minus the float's bits, which
+// orders widths the other way round); infinity stays infinity.
 template <typename V>
 __device__ __forceinline__ V candidate(V val, const float* weights, long long i, int mode, V inf);
 
 template <>
-__device__ __forceinline__ int candidate<int>(int val, const float*, long long, int mode, int inf) {
-    if (mode == UNIT) return val == inf ? inf : val + 1;
+__device__ __forceinline__ int candidate<int>(int val, const float* weights, long long i, int mode,
+                                              int inf) {
+    if (mode == OP_HOP) return val == inf ? inf : val + 1;
+    if (mode == OP_WIDTH) return max(val, WIDTH_CODE_BASE - __float_as_int(weights[i]));
     return val;
 }
 
 template <>
 __device__ __forceinline__ float candidate<float>(float val, const float* weights, long long i,
                                                   int mode, float inf) {
-    return mode == STORED ? add_value(val, weights[i]) : val;
+    return mode == OP_DISTANCE ? add_value(val, weights[i]) : val;
 }
 
 // Whether an in-edge of weight w, in a row listed lightest first (a weighted store's CSC),
