@@ -4,8 +4,9 @@ Every relaxing algorithm pulls ``value[v] = min(value[v], min over in-edges of
 offer(value[u], w(u, v)))``, or pushes the same offer with an atomic min; an operator fixes
 the offer, the value dtype and the identity of the min (the value meaning "unreached",
 never offered on). The compiled kernels switch on the operator's ``code``
-(:func:`seraph.backends.cpu.pull.offer`, values.cuh's ``candidate``); they know nothing of
-the algorithms declared over them (docs/design.md, "Vertex programs").
+(:func:`seraph.backends.cpu.pull.offer`) or are instantiated for it (values.cuh's functors,
+named by the CUDA kernels' interface); they know nothing of the algorithms declared over
+them (docs/design.md, "Vertex programs").
 
 Every offer is at least the value it is made from (``offer(d, w) >= d``): the strong rules'
 arguments (docs/design.md, section 7) and any order of relaxations reaching the one

@@ -93,7 +93,7 @@ class Algorithm:
 
     @property
     def op(self) -> int:
-        """The edge operator's code, what the compiled kernels switch on."""
+        """The edge operator's code, what the CPU's compiled kernels switch on."""
         return self.operator.code
 
     @property

@@ -13,6 +13,7 @@ import seraph
 from seraph import hubs
 from seraph.api import cuda_status
 from seraph.backends.layout import Layout
+from seraph.operators import DISTANCE, operator
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not cuda_status()[0], reason="no usable GPU: "
@@ -181,7 +182,7 @@ def test_persistent_kernel_resweeps_windows_on_the_device(schedule):
     src = np.arange(n - 1)
     graph = seraph.Graph.from_edges(src, src + 1, np.ones(n - 1, np.float32), num_vertices=n,
                                     symmetrize=True, page_edges=256)
-    persistent = _kernel("pull_persistent", np.float32, cooperative=True)
+    persistent = _kernel("pull_persistent", operator(DISTANCE), cooperative=True)
     assert _co_resident_blocks(persistent.function) > 0
     layout = Layout.plan(graph, False, None)
     opts = dict(push_alpha=0, predictor="none", schedule=schedule,

@@ -1,7 +1,8 @@
 """The CUDA kernels' interface (seraph/backends/cuda/kernels/interface.py), checked without
 a GPU: the header carries the Python side's constants, the kernel files take their parameter lists
-from it and keep no copies, launches are packed in the declared order and types, and (where
-nvcc is installed) every kernel compiles as the CUDA backend hands it to cupy."""
+from it and keep no copies, each relaxing kernel is named for each edge operator's functor,
+launches are packed in the declared order and types, and (where nvcc is installed) every
+kernel compiles, for every operator, as the CUDA backend hands it to cupy."""
 
 from __future__ import annotations
 
@@ -32,9 +33,7 @@ def defines(text: str) -> dict[str, str]:
 @pytest.mark.parametrize("source", SOURCES)
 def test_header_defines_the_python_constants(source):
     got = defines(interface.header(source))
-    want = {"OP_HOP": operators.HOP, "OP_LABEL": operators.LABEL,
-            "OP_DISTANCE": operators.DISTANCE, "OP_WIDTH": operators.WIDTH,
-            "WIDTH_CODE_BASE": int(operators.WIDTH_CODE_BASE),
+    want = {"WIDTH_CODE_BASE": int(operators.WIDTH_CODE_BASE),
             "PRED_NONE": PREDICTOR_CODES["none"], "PRED_STRONG": PREDICTOR_CODES["strong"],
             "PRED_WEAK": PREDICTOR_CODES["weak"], "OWES": int(predictors.OWES),
             "STATE_MASK": int(predictors.STATE_MASK), "MAX_STATES": predictors.MAX_STATES,
@@ -46,32 +45,58 @@ def test_header_defines_the_python_constants(source):
 
 @pytest.mark.parametrize("source", [*SOURCES, "values.cuh"])
 def test_kernel_files_keep_no_copies(source):
-    """No constant of the header is defined again, and every kernel is a template (or a
-    plain kernel) over its generated parameter list, not an extern "C" entry point."""
+    """No constant of the header is defined again, and every kernel is a template over its
+    operator or value type (or a plain kernel) over its generated parameter list, not an
+    extern "C" entry point."""
     text = kernel_file(source)
     assert not set(defines(text)) & set(interface.constants())
     assert 'extern "C"' not in text
     for name, kernel in interface.KERNELS.items():
         if kernel.source == source:
-            template = r"template <typename V>\s*" if kernel.value_types else ""
+            template = (r"template <typename Op>\s*" if kernel.operators
+                        else r"template <typename V>\s*" if kernel.value_types else "")
             assert re.search(rf"{template}__global__ void {name}\({name.upper()}_PARAMS\)",
                              text), name
 
 
-def test_name_expressions_cover_each_kernel_and_value_type():
+def test_every_operator_has_a_functor():
+    """Each relaxing kernel is built for every operator of seraph.operators, and each
+    operator's functor is defined in values.cuh with the operator's value type."""
+    values = kernel_file("values.cuh")
+    for code, op in operators.OPERATORS.items():
+        functor = interface.FUNCTORS[code]
+        c_type = interface.VALUE_TYPES[op.dtype]
+        assert re.search(rf"struct {functor} {{\s*using V = {c_type};", values), functor
+    for name in ("pull_window", "pull_persistent", "pull_unsettled", "push_loop"):
+        assert interface.KERNELS[name].operators == tuple(operators.OPERATORS.values())
+
+
+def test_name_expressions_cover_each_kernel_and_template_argument():
+    functors = [interface.FUNCTORS[code] for code in operators.OPERATORS]
     assert interface.name_expressions("pull.cu") == [
-        f"{k}<{t}>" for k in ("pull_window", "pull_persistent", "pull_unsettled")
-        for t in ("int", "float")]
+        f"{k}<{f}>" for k in ("pull_window", "pull_persistent", "pull_unsettled")
+        for f in functors]
+    distance = operators.operator(operators.DISTANCE)
+    assert interface.name_expression("pull_window", distance) == "pull_window<Distance>"
+    assert interface.name_expressions("push.cu", (distance,)) == ["push_loop<Distance>"]
+    assert interface.value_type_of("push_loop", distance) == np.float32
+    assert interface.value_type_of("push_loop", operators.operator(operators.WIDTH)) == np.int32
     assert "count_selected<unsigned char>" in interface.name_expressions("select.cu")
+    assert interface.name_expression("count_selected", np.dtype(np.float32)) == \
+        "count_selected<float>"
     assert interface.name_expressions("reach.cu") == ["label_from_reach"]
     with pytest.raises(TypeError, match="built for"):
-        interface.name_expression("pull_window", np.dtype(np.uint8))
+        interface.name_expression("pull_window", np.dtype(np.float32))
+    with pytest.raises(TypeError, match="built for"):
+        interface.name_expression("pull_window")
+    with pytest.raises(TypeError, match="built for"):
+        interface.name_expression("count_selected", distance)
     with pytest.raises(TypeError, match="built for"):
         interface.name_expression("label_from_reach", np.dtype(np.int32))
 
 
 def test_packer_orders_and_types_the_arguments():
-    value_type = np.dtype(np.float32)
+    value_type = np.dtype(np.float32)  # the operator's
     args, want = {}, []
     for i, p in enumerate(interface.params("push_loop")):
         dtype = value_type if p.base == "V" else np.dtype(interface.SCALARS[p.base])
@@ -80,7 +105,7 @@ def test_packer_orders_and_types_the_arguments():
         else:
             args[p.name] = i  # a Python int: cupy would pass it as an int64
         want.append((args[p.name], dtype))
-    pack = interface.packer("push_loop", value_type)
+    pack = interface.packer("push_loop", operators.operator(operators.DISTANCE))
     got = pack(dict(reversed(args.items())))  # the order of the names does not matter
     assert len(got) == len(want)
     for arg, (given, dtype) in zip(got, want, strict=True):
@@ -104,24 +129,40 @@ def test_a_parameter_of_unknown_type_is_refused(monkeypatch):
     monkeypatch.setitem(interface.KERNELS, "bad", interface.Kernel("pull.cu", ("double x",)))
     with pytest.raises(ValueError, match=r"bad\.x: unknown type 'double'"):
         interface.params("bad")
+    monkeypatch.setitem(interface.KERNELS, "plain", interface.Kernel("pull.cu", ("V x",)))
+    with pytest.raises(ValueError, match=r"plain\.x: V in a kernel that is not a template"):
+        interface.params("plain")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_kernel_compiles(tmp_path, source):
-    """What the CUDA backend compiles, with each name expression instantiated as NVRTC
-    does, builds for sm_90 under nvcc with cupy's -ftz=true."""
+    """What the CUDA backend compiles, with every name expression (each relaxing kernel for
+    every edge operator) instantiated as NVRTC does, by taking its address, builds for
+    sm_90 under nvcc with cupy's -ftz=true, and holds each instantiation."""
+    expressions = interface.name_expressions(source)
     lines = [interface.source_code(source)]
-    for expr in interface.name_expressions(source):
-        name, _, value = expr.partition("<")
-        if value:
-            lines += [f"#define V {value[:-1]}",
-                      f"template __global__ void {expr}({name.upper()}_PARAMS);", "#undef V"]
-        else:
-            lines.append(f"void* const address_of_{name} = (void*)&{name};")
+    lines += [f"void* const address_{i} = (void*)&{expr};" for i, expr in enumerate(expressions)]
     path = tmp_path / source
     path.write_text("\n".join(lines) + "\n")
+    cubin = tmp_path / "out.cubin"
     result = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-ftz=true", "-cubin",
-                             "-o", str(tmp_path / "out.cubin"), str(path)],
-                            capture_output=True, text=True)
+                             "-o", str(cubin), str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-4000:]
+    symbols = cubin.read_bytes()
+    for expr in expressions:
+        assert mangled(expr).encode() in symbols, expr
+
+
+#: The Itanium mangling of the kernels' builtin template arguments.
+_BUILTINS = {"int": "i", "float": "f", "unsigned char": "h"}
+
+
+def mangled(expr: str) -> str:
+    """The start of a name expression's mangled name: ``pull_window<Distance>`` is
+    ``_Z11pull_windowI8DistanceE``."""
+    name, _, argument = expr.removesuffix(">").partition("<")
+    out = f"_Z{len(name)}{name}"
+    if argument:
+        out += f"I{_BUILTINS.get(argument) or f'{len(argument)}{argument}'}E"
+    return out

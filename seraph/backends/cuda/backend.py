@@ -8,8 +8,9 @@ slot; a sweep runs on the compute stream after making it wait on the events of t
 it reads. The kernels come from ``kernels/*.cu`` beside this module (pull, push, select and
 reach, each after ``values.cuh`` and the header of :mod:`.kernels.interface`, which
 declares their parameters and the constants they share with Python) through
-``RawModule``, as templates over the value type (``pull_window<float>``) named by
-``name_expressions``; a launch passes its arguments by name (:class:`_Kernel`).
+``RawModule``, as templates named by ``name_expressions``: the relaxing kernels over the
+algorithm's edge operator (``pull_window<Distance>``), the selections over a value type; a
+launch passes its arguments by name (:class:`_Kernel`).
 
 A window's repeated sweeps run in one persistent cooperative kernel: right after a page's
 bytes, the copy stream writes the load's sequence number into device memory, and the
@@ -54,13 +55,14 @@ from seraph.backends.cuda.kernels import interface
 from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
+from seraph.operators import EdgeOperator
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 from seraph.spec import Output
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
 _WINDOW_ARRAYS = 4  # a launch's window: pages, slot offsets, vertex and hub-chunk prefixes
-_modules: dict[tuple[str, bool], cp.RawModule] = {}
+_modules: dict[tuple[str, bool, tuple[EdgeOperator, ...]], cp.RawModule] = {}
 #: cudaHostRegisterMapped: the pinned pages are also addressable from kernels.
 _REGISTER_MAPPED = 2
 #: BFS's push limit when pages move: its levels push while their out-edges are fewer than
@@ -79,29 +81,35 @@ SPIN_S = 0.05
 POLL_S = 0.0005
 
 
-def _kernels(source: str = "pull.cu", cooperative: bool = False) -> cp.RawModule:
+def _kernels(source: str, cooperative: bool, operators: tuple[EdgeOperator, ...]
+             ) -> cp.RawModule:
     """A kernel file of kernels/ (beside this module), after its header
     (:mod:`.kernels.interface`) and the shared ``values.cuh``, compiled once per process
-    (and cached on disk by cupy); the cooperative build is the one whose kernels may sync
-    the whole grid."""
-    if (source, cooperative) not in _modules:
-        _modules[source, cooperative] = cp.RawModule(
+    and operator set: its relaxing kernels for ``operators`` alone, as cupy caches no
+    module with name expressions on disk and each process builds what it runs. The
+    cooperative build is the one whose kernels may sync the whole grid."""
+    key = (source, cooperative, operators)
+    if key not in _modules:
+        _modules[key] = cp.RawModule(
             code=interface.source_code(source), options=("-std=c++17",),
-            name_expressions=interface.name_expressions(source),
+            name_expressions=interface.name_expressions(source, operators),
             enable_cooperative_groups=cooperative)
-    return _modules[source, cooperative]
+    return _modules[key]
 
 
 class _Kernel:
-    """A kernel of kernels/ for one value type, launched with its parameters by name
-    (:mod:`.kernels.interface` declares them)."""
+    """A kernel of kernels/ for one template argument (an edge operator, a value type, or
+    none: :func:`.kernels.interface.name_expression`), launched with its parameters by
+    name (:mod:`.kernels.interface` declares them)."""
 
-    def __init__(self, name: str, value_type: np.dtype | None, cooperative: bool):
+    def __init__(self, name: str, argument: EdgeOperator | np.dtype | None,
+                 cooperative: bool):
         self.name = name
         source = interface.KERNELS[name].source
-        self.function = _kernels(source, cooperative).get_function(
-            interface.name_expression(name, value_type))
-        self._pack = interface.packer(name, value_type)
+        expression = interface.name_expression(name, argument)  # refuses a wrong argument
+        operators = (argument,) if isinstance(argument, EdgeOperator) else ()
+        self.function = _kernels(source, cooperative, operators).get_function(expression)
+        self._pack = interface.packer(name, argument)
 
     def __call__(self, blocks: int, **args) -> None:
         """Launches ``blocks`` blocks of ``_THREADS`` threads on the current stream."""
@@ -109,8 +117,13 @@ class _Kernel:
 
 
 @functools.cache
-def _kernel(name: str, value_type=None, cooperative: bool = False) -> _Kernel:
-    return _Kernel(name, None if value_type is None else np.dtype(value_type), cooperative)
+def _kernel(name: str, argument: EdgeOperator | np.dtype | None = None,
+            cooperative: bool = False) -> _Kernel:
+    """``name`` for ``argument``: the algorithm's edge operator for a relaxing kernel
+    (pull.cu, push.cu), a value type for a selection (select.cu), none for the others."""
+    if argument is not None and not isinstance(argument, EdgeOperator):
+        argument = np.dtype(argument)
+    return _Kernel(name, argument, cooperative)
 
 
 #: values[v] = x for each (v, x): a push on the host's changes, written back.
@@ -351,10 +364,10 @@ class CudaBackend(HostPush):
         self.push_on = push_on
         csc_indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
-        dtype = algorithm.dtype
-        self._kernel = _kernel("pull_window", dtype)
-        self._bottom_up_kernel = _kernel("pull_unsettled", dtype)
-        self._push_loop = _kernel("push_loop", dtype, cooperative=True)
+        dtype, op = algorithm.dtype, algorithm.operator
+        self._kernel = _kernel("pull_window", op)
+        self._bottom_up_kernel = _kernel("pull_unsettled", op)
+        self._push_loop = _kernel("push_loop", op, cooperative=True)
         self._push_grid = min(MAX_PUSH_BLOCKS, _co_resident_blocks(self._push_loop.function))
         # Near-far's bucket width where the operator's pushes go in bins (the CPU engine's
         # delta-stepping width); the others push in plain rounds.
@@ -364,7 +377,7 @@ class CudaBackend(HostPush):
         # SSSP's pulls stop at the first in-edge too heavy to help where rows are
         # listed lightest first.
         self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
-        self._persistent = _kernel("pull_persistent", dtype, cooperative=True)
+        self._persistent = _kernel("pull_persistent", op, cooperative=True)
         self._persistent_grid = _co_resident_blocks(self._persistent.function)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
@@ -627,10 +640,10 @@ class CudaBackend(HostPush):
         return {"threshold": threshold, "light_codes": self._light_codes, "light_unit": unit}
 
     def _edges(self, indices: cp.ndarray, weights: cp.ndarray) -> dict:
-        """The edges a pull or push relaxes, and the values it lowers."""
-        alg = self.algorithm
+        """The edges a pull or push relaxes, and the values it lowers (by the operator's
+        offer, which the kernel's instantiation fixes)."""
         return {"indices": indices, "weights": weights, "values": self.values,
-                "mode": alg.op, "inf": alg.inf}
+                "inf": self.algorithm.inf}
 
     def _pulled_edges(self, indices: cp.ndarray, weights: cp.ndarray) -> dict:
         """The edges a pull relaxes: :meth:`_edges`, and whether its rows are lightest

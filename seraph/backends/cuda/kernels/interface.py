@@ -1,12 +1,15 @@
-"""The CUDA kernels' interface, declared once: the constants they share with the Python side
-and each kernel's parameters.
+"""The CUDA kernels' interface, declared once: the constants they share with the Python side,
+each kernel's parameters and what it is a template over.
 
 The kernel files hold neither. :func:`header` writes the constants as ``#define``s and, for
 each kernel, its parameter list (``PULL_WINDOW_PARAMS``), the names in that list
 (``PULL_WINDOW_ARGS``, for a kernel that hands them on) and its declaration;
-:func:`source_code` puts it in front of ``values.cuh`` and the kernel file, and
-:func:`packer` turns a launch's keyword arguments into the positional tuple in the same
-order, each scalar as its parameter's type. Kernels take plain parameters rather than
+:func:`source_code` puts it in front of ``values.cuh`` and the kernel file;
+:func:`name_expression` names a kernel's instantiation for an edge operator
+(``pull_window<Distance>``: values.cuh's functor for :data:`seraph.operators.DISTANCE`) or a
+value type (``count_selected<float>``), and :func:`packer` turns a launch's keyword
+arguments into the positional tuple in the parameters' order, each scalar as its
+parameter's type. Kernels take plain parameters rather than
 structs: nvcc optimises loads through a struct parameter differently (loop unswitching, the
 read-only cache), and the kernels' code should not change with their plumbing.
 
@@ -16,6 +19,7 @@ This module needs no cupy, so the CPU test suite checks it (tests/test_kernel_so
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -28,10 +32,22 @@ from seraph.backends.cpu.pull import (
     SKIPPED_WEAK,
     SUCCEEDED,
 )
-from seraph.operators import DISTANCE, HOP, LABEL, WIDTH, WIDTH_CODE_BASE
+from seraph.operators import (
+    DISTANCE,
+    HOP,
+    LABEL,
+    WIDTH,
+    WIDTH_CODE_BASE,
+    EdgeOperator,
+    operator,
+)
 from seraph.predictors import MAX_STATES, NONE, OWES, STATE_MASK, STRONG, WEAK
 
-#: The C name of each value type the kernels are built for (their template argument V).
+#: The functor (values.cuh) of each edge operator the relaxing kernels are built for (their
+#: template argument Op), by the operator's code.
+FUNCTORS = {HOP: "Hop", LABEL: "Label", DISTANCE: "Distance", WIDTH: "Width"}
+#: The C name of each value type the selecting kernels are built for (their template
+#: argument V).
 VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.int32): "int",
                np.dtype(np.float32): "float"}
 #: The numpy type of each C scalar type a parameter may have.
@@ -40,11 +56,10 @@ SCALARS = {"unsigned char": np.uint8, "int": np.int32, "unsigned int": np.uint32
 
 
 def constants() -> dict[str, int]:
-    """The codes the kernels share with the Python side: edge operators (seraph.operators),
-    predictor codes, the sweep counters' columns (seraph.backends.cpu.pull) and the
-    weak predictor's state bits (seraph.predictors)."""
-    return {"OP_HOP": HOP, "OP_LABEL": LABEL, "OP_DISTANCE": DISTANCE, "OP_WIDTH": WIDTH,
-            "WIDTH_CODE_BASE": int(WIDTH_CODE_BASE),
+    """The codes the kernels share with the Python side: the width codes' base
+    (seraph.operators), predictor codes, the sweep counters' columns
+    (seraph.backends.cpu.pull) and the weak predictor's state bits (seraph.predictors)."""
+    return {"WIDTH_CODE_BASE": int(WIDTH_CODE_BASE),
             "PRED_NONE": NONE, "PRED_STRONG": STRONG, "PRED_WEAK": WEAK,
             "ATTEMPTED": ATTEMPTED, "SUCCEEDED": SUCCEEDED,
             "SKIPPED_STRONG": SKIPPED_STRONG, "SKIPPED_WEAK": SKIPPED_WEAK,
@@ -53,9 +68,10 @@ def constants() -> dict[str, int]:
 
 
 # Parameters are "C type name": a scalar, or a pointer (a device array of the pointee's
-# dtype, or None for NULL). V is the kernel's value type.
-#: The edges a pull or push relaxes, and the values it lowers (values.cuh: candidate).
-_EDGES = ("const int* indices", "const float* weights", "V* values", "int mode", "V inf")
+# dtype, or None for NULL). V is the kernel's value type (its operator's, Op::V).
+#: The edges a pull or push relaxes, and the values it lowers (values.cuh: the operator's
+#: offer).
+_EDGES = ("const int* indices", "const float* weights", "V* values", "V inf")
 #: A pull's edges, whether each row lists them lightest first (SSSP's lightest_first;
 #: values.cuh: weight_reaches), and whether the rounds count levels, so that a bottom-up
 #: pull stops at the threshold (BFS's; pull.cu: pull_tiles).
@@ -78,30 +94,34 @@ _PULL_WINDOW = (
 
 @dataclass(frozen=True)
 class Kernel:
-    """A kernel: its file in kernels/, its parameters and the value types it is built
-    for (none: not a template)."""
+    """A kernel: its file in kernels/, its parameters, and what it is a template over: the
+    edge operators it is built for (``template <typename Op>``, its value type V being
+    ``Op::V``), or the value types (``template <typename V>``), or neither."""
 
     source: str
     params: tuple[str, ...]
+    operators: tuple[EdgeOperator, ...] = ()
     value_types: tuple[np.dtype, ...] = ()
 
 
-_PULL_TYPES = (np.dtype(np.int32), np.dtype(np.float32))
+#: The operators the relaxing kernels (pull.cu, push.cu) are built for: every one with a
+#: functor.
+_RELAXING = tuple(operator(code) for code in FUNCTORS)
 KERNELS = {
-    "pull_window": Kernel("pull.cu", _PULL_WINDOW, _PULL_TYPES),
+    "pull_window": Kernel("pull.cu", _PULL_WINDOW, _RELAXING),
     # Sweeps until told to stop (pull.cu: pull_persistent); launched cooperatively. `live`
     # (here and in push_loop) is host memory mapped into the device's: [0] set by the host
     # when a signal stops the run, [1] and [2] a push phase's rounds and frontier so far.
     "pull_persistent": Kernel("pull.cu", (
         *_PULL_WINDOW, "int max_sweeps", "const long long* landed_seq", "int incoming_slot",
         "long long expected_seq", "int mandatory", "int* control", "const long long* live"),
-        _PULL_TYPES),
+        _RELAXING),
     # A bottom-up round: every vertex with all its in-edges (pull.cu: VertexItems).
     "pull_unsettled": Kernel("pull.cu", (
         "const long long* indptr", "long long num_vertices", "const long long* hub_chunks",
         "long long num_chunks", "long long hub_edges", *_PULL_EDGES, *_STRONG,
         "unsigned char* changed", "long long* block_epoch", "int block_shift",
-        "long long epoch", "unsigned long long* counters", "V* min_written"), _PULL_TYPES),
+        "long long epoch", "unsigned long long* counters", "V* min_written"), _RELAXING),
     # A sparse phase's push rounds, near-far with a finite delta (push.cu); launched
     # cooperatively.
     "push_loop": Kernel("push.cu", (
@@ -111,13 +131,13 @@ KERNELS = {
         "unsigned char initial_state", "long long* block_epoch", "int block_shift",
         "long long epoch", "unsigned long long* counters", "V* mins", "long long* result",
         "long long max_degree", "long long* live"),
-        _PULL_TYPES),
+        _RELAXING),
     "count_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "const long long* indptr", "long long n",
-        "unsigned long long* totals"), tuple(VALUE_TYPES)),
+        "unsigned long long* totals"), value_types=tuple(VALUE_TYPES)),
     "list_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "long long n", "int* out", "unsigned long long* claimed"),
-        tuple(VALUE_TYPES)),
+        value_types=tuple(VALUE_TYPES)),
     "label_from_reach": Kernel("reach.cu", (
         "int* value", "int inf", "const long long* smallest", "const long long* out_indptr",
         "long long n", "unsigned char* spreads")),
@@ -144,9 +164,12 @@ class Param:
 @functools.cache
 def params(kernel: str) -> tuple[Param, ...]:
     out = []
-    for decl in KERNELS[kernel].params:
+    k = KERNELS[kernel]
+    for decl in k.params:
         ctype, name = decl.rsplit(" ", 1)
         base = ctype.removeprefix("const ").removesuffix("*")
+        if base == "V" and not (k.operators or k.value_types):
+            raise ValueError(f"{kernel}.{name}: V in a kernel that is not a template")
         if base != "V" and base not in SCALARS:
             raise ValueError(f"{kernel}.{name}: unknown type {ctype!r}")
         out.append(Param(name, ctype, ctype.endswith("*"), base))
@@ -163,11 +186,15 @@ def header(source: str) -> str:
             continue
         macro = name.upper()
         ps = params(name)
-        lines.append(f"#define {macro}_PARAMS " + ", ".join(f"{p.ctype} {p.name}" for p in ps))
+        # An operator's kernel spells its value type Op::V.
+        value = "typename Op::V" if kernel.operators else "V"
+        decls = (re.sub(r"\bV\b", value, p.ctype) + " " + p.name for p in ps)
+        lines.append(f"#define {macro}_PARAMS " + ", ".join(decls))
         lines.append(f"#define {macro}_ARGS " + ", ".join(p.name for p in ps))
         # A definition with other parameters is then an overload, which the kernel's name
         # expression cannot pick: a compile error, not garbage at run time.
-        template = "template <typename V> " if kernel.value_types else ""
+        template = ("template <typename Op> " if kernel.operators
+                    else "template <typename V> " if kernel.value_types else "")
         lines.append(f"{template}__global__ void {name}({macro}_PARAMS);")
     return "\n".join(lines) + "\n"
 
@@ -180,36 +207,62 @@ def source_code(source: str) -> str:
             + kernels.joinpath(source).read_text())
 
 
-def name_expression(kernel: str, value_type: np.dtype | None) -> str:
-    """The kernel's name for cupy's RawModule: ``pull_window<float>``, or the plain name."""
-    value_types = KERNELS[kernel].value_types
-    if (value_type is None) != (not value_types) or \
-            (value_type is not None and np.dtype(value_type) not in value_types):
-        raise TypeError(f"{kernel} is built for {[str(t) for t in value_types]}, "
-                        f"not {value_type}")
-    return kernel if value_type is None else f"{kernel}<{VALUE_TYPES[np.dtype(value_type)]}>"
+def value_type_of(kernel: str, argument: EdgeOperator | np.dtype | None) -> np.dtype | None:
+    """The value type V of ``kernel`` instantiated for ``argument`` (see
+    :func:`name_expression`): the operator's dtype, the value type itself, or None."""
+    name_expression(kernel, argument)  # refuses an argument the kernel is not built for
+    if isinstance(argument, EdgeOperator):
+        return argument.dtype
+    return None if argument is None else np.dtype(argument)
 
 
-def name_expressions(source: str) -> list[str]:
-    """Every kernel of the file ``source``, for each value type it is built for."""
-    return [name_expression(name, t) for name, kernel in KERNELS.items()
-            if kernel.source == source for t in (kernel.value_types or (None,))]
+def name_expression(kernel: str, argument: EdgeOperator | np.dtype | None = None) -> str:
+    """The kernel's name for cupy's RawModule: ``pull_window<Distance>`` for an edge
+    operator's kernel, ``count_selected<float>`` for a value type's, or the plain name."""
+    k = KERNELS[kernel]
+    if k.operators and isinstance(argument, EdgeOperator) and argument in k.operators:
+        return f"{kernel}<{FUNCTORS[argument.code]}>"
+    if k.value_types and argument is not None and not isinstance(argument, EdgeOperator) \
+            and np.dtype(argument) in k.value_types:
+        return f"{kernel}<{VALUE_TYPES[np.dtype(argument)]}>"
+    if not k.operators and not k.value_types and argument is None:
+        return kernel
+    built_for = ([op.formula for op in k.operators] if k.operators
+                 else [str(t) for t in k.value_types])
+    raise TypeError(f"{kernel} is built for {built_for or 'no template argument'}, "
+                    f"not {getattr(argument, 'formula', argument)}")
+
+
+def name_expressions(source: str, operators: tuple[EdgeOperator, ...] | None = None
+                     ) -> list[str]:
+    """Every kernel of the file ``source``: an operator's kernel for each of ``operators``
+    (None: every operator it is built for), a value type's for each value type."""
+    out = []
+    for name, kernel in KERNELS.items():
+        if kernel.source != source:
+            continue
+        if kernel.operators:
+            arguments = kernel.operators if operators is None else operators
+        else:
+            arguments = kernel.value_types or (None,)
+        out += [name_expression(name, argument) for argument in arguments]
+    return out
 
 
 @functools.cache
-def packer(kernel: str, value_type: np.dtype | None):
-    """A function from a launch's keyword arguments (a dict) to the kernel's positional
-    ones: each scalar as its parameter's numpy type (cupy passes a scalar by its own type,
-    whatever the parameter's), each array checked to hold the pointee's type, a missing or
-    unknown name a TypeError. It is generated once per kernel and value type, so a launch
-    costs what a hand-written tuple of its arguments does: SSSP launches its pushes and
+def packer(kernel: str, argument: EdgeOperator | np.dtype | None = None):
+    """A function from a launch's keyword arguments (a dict) to the positional ones of
+    ``kernel`` instantiated for ``argument`` (see :func:`name_expression`): each scalar as
+    its parameter's numpy type (cupy passes a scalar by its own type, whatever the
+    parameter's), each array checked to hold the pointee's type, a missing or unknown name
+    a TypeError. It is generated once per kernel and template argument, so a launch costs
+    what a hand-written tuple of its arguments does: SSSP launches its pushes and
     selections hundreds of times in a run of milliseconds."""
+    value_type = value_type_of(kernel, argument)
     env: dict = {"_wrong_array": _wrong_array, "_refuse": _refuse, "kernel": kernel,
                  "value_type": value_type}
     items = []
     for i, p in enumerate(params(kernel)):
-        if p.base == "V" and value_type is None:
-            raise TypeError(f"{kernel}.{p.name}: the value type V needs a value type")
         dtype = value_type if p.base == "V" else np.dtype(SCALARS[p.base])
         arg = f"args[{p.name!r}]"
         if p.pointer:

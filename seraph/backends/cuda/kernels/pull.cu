@@ -1,6 +1,9 @@
 // Pull window kernel for the CUDA backend: one sweep over the pages of a window.
 //
-// value[v] = min(value[v], min over the page's in-edges (u -> v) of value[u] + w(u, v))
+// value[v] = min(value[v], min over the page's in-edges (u -> v) of offer(value[u], w(u, v)))
+//
+// The offer is the edge operator's (values.cuh: Hop, Label, Distance, Width), the kernels'
+// template argument Op; V, the value type, is the operator's.
 //
 // Work items are (window page, destination vertex) pairs, flattened through
 // `vertex_prefix`. A group of lanes takes one item: its lanes stride over the vertex's
@@ -184,10 +187,10 @@ __device__ __forceinline__ bool commit_pull(SweepShared<V>& sh, long long v, V o
 
 // One vertex's pull by a group of `width` lanes (lane `glane` of it). Everything a branch
 // depends on is read once and broadcast, so the group's lanes never part before a shuffle.
-template <typename V>
+template <typename Op, typename V = typename Op::V>
 __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int width,
                             unsigned mask, const int* __restrict__ indices,
-                            const float* __restrict__ weights, V* values, int mode, V inf,
+                            const float* __restrict__ weights, V* values, V inf,
                             bool by_weight, int predictor, StrongRule<V> strong, int num_states,
                             unsigned char* states, unsigned char* changed,
                             long long* block_epoch, int block_shift, long long epoch) {
@@ -213,8 +216,8 @@ __device__ void pull_vertex(SweepShared<V>& sh, const Item& it, int glane, int w
     // A lane's own minimum bounds the group's from above, so its stop is safe too.
     for (long long i = it.lo + glane; i < it.hi; i += width) {
         if (by_weight && weight_reaches(weights[i + it.shift], best)) break;
-        best = min_value(best, candidate<V>(values[indices[i + it.shift]], weights,
-                                            i + it.shift, mode, inf));
+        best = min_value(best, Op::offer(values[indices[i + it.shift]], weights,
+                                         i + it.shift, inf));
     }
     best = group_min(best, width, mask);
     if (glane != 0) return;
@@ -244,10 +247,10 @@ __device__ __forceinline__ long long warp_min(long long x) {
 // chunks are not read. With rows lightest first (`by_weight`, SSSP) an edge whose weight
 // reaches its row's best is not relaxed, and the row stops after the chunk whose last edge
 // of it does: the heavier rest cannot help.
-template <typename V>
+template <typename Op, typename V = typename Op::V>
 __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
                            const int* __restrict__ indices, const float* __restrict__ weights,
-                           V* values, int mode, V inf, bool by_weight, bool levels,
+                           V* values, V inf, bool by_weight, bool levels,
                            StrongRule<V> strong,
                            unsigned char* changed, long long* block_epoch, int block_shift,
                            long long epoch) {
@@ -306,7 +309,7 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
             // Read once: in a bottom-up round the weights are the host's, over PCIe.
             const float w = by_weight && mine ? weights[e] : -1.0f;
             const bool helps = mine && !(by_weight && weight_reaches(w, best_of_row));
-            V cand = helps ? candidate<V>(values[indices[e]], weights, e, mode, inf) : inf;
+            V cand = helps ? Op::offer(values[indices[e]], weights, e, inf) : inf;
             // Segmented minimum: a row's edges are consecutive lanes of the chunk.
             const int key = mine ? row : 32 + lane;
             for (int d = 1; d < 32; d <<= 1) {
@@ -345,10 +348,10 @@ __device__ void pull_tiles(SweepShared<V>& sh, const VertexItems& items,
 // lanes. Last, each warp pulls hub chunks, so a hub's in-edges are spread over many warps.
 // A bottom-up round's items (VertexItems, read over PCIe) go by pull_tiles instead of the
 // first two parts.
-template <typename V, typename Items>
+template <typename Op, typename Items, typename V = typename Op::V>
 __device__ void sweep_items(
     SweepShared<V>& sh, Items items, const int* __restrict__ indices,
-    const float* __restrict__ weights, V* values, int mode, V inf, bool by_weight,
+    const float* __restrict__ weights, V* values, V inf, bool by_weight,
     bool levels, int predictor, StrongRule<V> strong, int num_states, unsigned char* states,
     unsigned char* changed, long long* block_epoch, int block_shift, long long epoch,
     int light_lanes, long long heavy_edges) {
@@ -357,13 +360,13 @@ __device__ void sweep_items(
     const long long num_threads = (long long)gridDim.x * blockDim.x;
     const long long begin = items.begin(), end = items.end();
 #define PULL(IT, GLANE, WIDTH, MASK)                                                         \
-    pull_vertex<V>(sh, IT, GLANE, WIDTH, MASK, indices, weights, values, mode, inf,          \
-                   by_weight, predictor, strong, num_states, states, changed, block_epoch,   \
-                   block_shift, epoch)
+    pull_vertex<Op>(sh, IT, GLANE, WIDTH, MASK, indices, weights, values, inf, by_weight,    \
+                    predictor, strong, num_states, states, changed, block_epoch,             \
+                    block_shift, epoch)
 
     if constexpr (Items::tiled) {
-        pull_tiles<V>(sh, items, indices, weights, values, mode, inf, by_weight, levels, strong,
-                      changed, block_epoch, block_shift, epoch);
+        pull_tiles<Op>(sh, items, indices, weights, values, inf, by_weight, levels, strong,
+                       changed, block_epoch, block_shift, epoch);
     } else {
         const int glane = lane & (light_lanes - 1);
         const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
@@ -408,23 +411,23 @@ __device__ void sweep_items(
 
 // One sweep of the window's pages [first, end) with pull_window's parameters, marking the
 // blocks it changes with `sweep_epoch`.
-template <typename V>
+template <typename Op, typename V = typename Op::V>
 __device__ __forceinline__ void sweep_pages(SweepShared<V>& sh, int first, int end,
                                             long long sweep_epoch, PULL_WINDOW_PARAMS) {
     const WindowItems items{pages, offsets, vertex_prefix, chunk_prefix, page_first, indptr,
                             page_chunks, hub_chunks, page_edges, num_edges, hub_edges,
                             first, end, first};
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, by_weight, levels,
-                   predictor, StrongRule<V>{threshold, light_codes, light_unit}, num_states,
-                   states, changed, block_epoch, block_shift, sweep_epoch, light_lanes,
-                   heavy_edges);
+    sweep_items<Op>(sh, items, indices, weights, values, inf, by_weight, levels, predictor,
+                    StrongRule<V>{threshold, light_codes, light_unit}, num_states, states,
+                    changed, block_epoch, block_shift, sweep_epoch, light_lanes, heavy_edges);
 }
 
-template <typename V>
+template <typename Op>
 __global__ void pull_window(PULL_WINDOW_PARAMS) {
+    using V = typename Op::V;
     __shared__ SweepShared<V> sh;
     init_shared(sh, table, num_states, predictor, inf);
-    sweep_pages<V>(sh, 0, num_window_pages, epoch, PULL_WINDOW_ARGS);
+    sweep_pages<Op>(sh, 0, num_window_pages, epoch, PULL_WINDOW_ARGS);
     flush_shared(sh, counters, min_written, inf);
 }
 
@@ -432,8 +435,9 @@ __global__ void pull_window(PULL_WINDOW_PARAMS) {
 // the blocks it changes with epoch + s, so the scheduler can tell which changes a page has
 // already pulled. It also stops after the page in which the host set live[0] (a signal
 // stopped the run: seraph/interrupts.py); what it leaves is not read.
-template <typename V>
+template <typename Op>
 __global__ void pull_persistent(PULL_PERSISTENT_PARAMS) {
+    using V = typename Op::V;
     __shared__ SweepShared<V> sh;
     __shared__ int stop;
     cg::grid_group grid = cg::this_grid();
@@ -442,7 +446,7 @@ __global__ void pull_persistent(PULL_PERSISTENT_PARAMS) {
     for (long long unit = 0;; ++unit) {
         const int pass = (int)(unit / num_window_pages);
         const int page = (int)(unit % num_window_pages);
-        sweep_pages<V>(sh, page, page + 1, epoch + pass, PULL_WINDOW_ARGS);
+        sweep_pages<Op>(sh, page, page + 1, epoch + pass, PULL_WINDOW_ARGS);
         flush_shared(sh, counters, min_written, inf);
         grid.sync();  // every block's updates and counts of this page are visible
         if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -467,14 +471,15 @@ __global__ void pull_persistent(PULL_PERSISTENT_PARAMS) {
 // A bottom-up round (seraph/bottom_up.py): every vertex the strong rule leaves open pulls
 // all of its in-edges, straight from `indices` (see VertexItems), so the round reads the
 // edges of the few vertices it attempts and no page moves.
-template <typename V>
+template <typename Op>
 __global__ void pull_unsettled(PULL_UNSETTLED_PARAMS) {
+    using V = typename Op::V;
     __shared__ SweepShared<V> sh;
     init_shared(sh, nullptr, 0, PRED_STRONG, inf);
     const VertexItems items{indptr, hub_chunks, num_vertices, num_chunks, hub_edges};
     // Lane groups and the heavy part are the window's (pull_tiles takes their place).
-    sweep_items<V>(sh, items, indices, weights, values, mode, inf, by_weight, levels,
-                   PRED_STRONG, StrongRule<V>{threshold, light_codes, light_unit}, 0,
-                   nullptr, changed, block_epoch, block_shift, epoch, 32, 0);
+    sweep_items<Op>(sh, items, indices, weights, values, inf, by_weight, levels, PRED_STRONG,
+                    StrongRule<V>{threshold, light_codes, light_unit}, 0, nullptr, changed,
+                    block_epoch, block_shift, epoch, 32, 0);
     flush_shared(sh, counters, min_written, inf);
 }

@@ -6,9 +6,10 @@
 //
 // Every out-edge (u -> v) of the frontier relaxes
 //
-//     value[v] = min(value[v], value[u] + w(u, v))
+//     value[v] = min(value[v], offer(value[u], w(u, v)))
 //
-// and the vertices a round lowers are the next frontier. With a finite `delta` (SSSP) the
+// (the edge operator's offer, values.cuh: the kernel's template argument Op, whose value
+// type is V), and the vertices a round lowers are the next frontier. With a finite `delta` (SSSP) the
 // rounds are near-far (A. Davidson, S. Baxter, M. Garland, J. Owens. Work-efficient
 // parallel GPU methods for single-source shortest paths. IPDPS 2014), a two-bucket
 // delta-stepping: a lowered vertex whose value is at most `split` joins the next round,
@@ -231,7 +232,6 @@ struct Edges {
     const int* __restrict__ indices;
     const float* __restrict__ weights;
     V* values;
-    int mode;
     V inf, split;
     unsigned int* claimed;
     unsigned char* states;
@@ -245,14 +245,14 @@ struct Edges {
 // (value <= split) or is flagged far; in near-far a head the list has no room for is
 // flagged far too (without near-far the overflow ends the phase: BFS's strong rule needs
 // every vertex of a level pushed in the level's round). Every lane of the warp calls it.
-template <typename V>
+template <typename Op, typename V = typename Op::V>
 __device__ __forceinline__ void relax_edge(const Phase<V>& p, const Edges<V>& g, bool active,
                                            int u, long long edge, V& lowest) {
     bool lowered = false, near = false;
     int v = 0;
     if (active) {
         v = g.indices[edge];
-        const V cand = candidate<V>(g.values[u], g.weights, edge, g.mode, g.inf);
+        const V cand = Op::offer(g.values[u], g.weights, edge, g.inf);
         if (less_value(cand, g.values[v]) &&
             less_value(cand, atomic_min_value(&g.values[v], cand))) {
             lowered = true;
@@ -281,7 +281,7 @@ __device__ __forceinline__ void relax_edge(const Phase<V>& p, const Edges<V>& g,
 
 // One round over the `total` out-edges of near[0..count), edge-balanced over the grid by
 // `ends` (scan_out_degrees). The smallest value written goes into *written.
-template <typename V>
+template <typename Op, typename V = typename Op::V>
 __device__ void relax(const Phase<V>& p, const Edges<V>& g, long long count, long long total,
                       const long long* ends, V* written) {
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -297,7 +297,7 @@ __device__ void relax(const Phase<V>& p, const Edges<V>& g, long long count, lon
             u = p.near[i];
             edge = g.out_indptr[u] + (e - ends[i]);
         }
-        relax_edge(p, g, e < total, u, edge, lowest);
+        relax_edge<Op>(p, g, e < total, u, edge, lowest);
     }
     block_min_into(lowest, written, g.inf);
 }
@@ -309,7 +309,7 @@ __device__ void relax(const Phase<V>& p, const Edges<V>& g, long long count, lon
 // chunks' work even. The edges relaxed are added to *round_edges.
 #define LOCAL_MAX_DEGREE 32
 #define LOCAL_TILE 256  // the push loop's block size (CudaBackend's _THREADS)
-template <typename V>
+template <typename Op, typename V = typename Op::V>
 __device__ void relax_local(const Phase<V>& p, const Edges<V>& g, long long count,
                             V* written, unsigned long long* round_edges) {
     __shared__ int tile_vertex[LOCAL_TILE];
@@ -343,8 +343,8 @@ __device__ void relax_local(const Phase<V>& p, const Edges<V>& g, long long coun
                     if (tile_first[mid] <= e) at = mid; else top = mid - 1;
                 }
             }
-            relax_edge(p, g, e < tile_edges, tile_vertex[at],
-                       tile_row[at] + (e - tile_first[at]), lowest);
+            relax_edge<Op>(p, g, e < tile_edges, tile_vertex[at],
+                           tile_row[at] + (e - tile_first[at]), lowest);
         }
         relaxed += tile_edges;
         __syncthreads();  // the tile is read before the next one is written
@@ -433,13 +433,14 @@ __device__ void waiting_minimum(cg::grid_group& grid, const int* near, long long
 // value the phase wrote (what the host takes with [1] when the list overflowed: unlisted
 // waiting vertices were written in the phase); all zero / inf at launch. block_sums: a word
 // per block. result: see the top of this file.
-template <typename V>
+template <typename Op>
 __global__ void push_loop(PUSH_LOOP_PARAMS) {
+    using V = typename Op::V;
     cg::grid_group grid = cg::this_grid();
     int* lists[2] = {near_a, near_b};
     const bool far_mode = less_value(delta, inf);
     const bool local = max_degree <= LOCAL_MAX_DEGREE;  // relax_local's rounds
-    const Edges<V> g{out_indptr, indices, weights, values, mode, inf, inf, claimed, states,
+    const Edges<V> g{out_indptr, indices, weights, values, inf, inf, claimed, states,
                      initial_state, block_epoch, block_shift, epoch};
     int nq = 0;  // which buffer holds the near list
     long long near_count = count, rounds = 0, edges = 0;
@@ -476,11 +477,11 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
         round.split = split;
         long long total = 0;
         if (local) {
-            relax_local<V>(p, round, near_count, &mins[2], &counters[3]);
+            relax_local<Op>(p, round, near_count, &mins[2], &counters[3]);
         } else {
             total = scan_out_degrees(grid, lists[nq], near_count, out_indptr, ends, block_sums);
             if (rounds > 0 && total >= edge_limit) break;
-            relax<V>(p, round, near_count, total, ends, &mins[2]);
+            relax<Op>(p, round, near_count, total, ends, &mins[2]);
         }
         // Every HOST_LOOK_ROUNDS rounds thread 0 passes on the host's stop word in result[5]
         // or [6], by the parity of the look, and every thread reads it after this sync; the

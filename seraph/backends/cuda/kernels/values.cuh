@@ -1,8 +1,9 @@
-// What every kernel file shares: the (min, +) arithmetic of a relaxation and the strong
-// rule. seraph/backends/cuda/kernels/interface.py's source_code puts this text in front of a kernel file's
-// own, after the header it writes (the edge operators' codes OP_HOP, ..., the predictor
-// codes and state bits, and each kernel's parameters), before the CUDA backend compiles it
-// (so cupy's cache, keyed on the source text, sees a change here).
+// What every kernel file shares: the arithmetic of a relaxation, the edge operators and
+// the strong rule. seraph/backends/cuda/kernels/interface.py's source_code puts this text
+// in front of a kernel file's own, after the header it writes (the width codes' base, the
+// predictor codes and state bits, and each kernel's parameters and declaration), before
+// the CUDA backend compiles it (so cupy's cache, keyed on the source text, sees a change
+// here).
 //
 // Non-negative floats order like their int bit patterns, so float distances use the int
 // atomicMin on their bits (+inf included).
@@ -54,26 +55,44 @@ __device__ __forceinline__ float atomic_min_value(float* addr, float val) {
     return __int_as_float(atomicMin(reinterpret_cast<int*>(addr), __float_as_int(val)));
 }
 
-// The value a relaxation of edge i offers its head (seraph/operators.py): the tail's value
-// plus 1 (OP_HOP), itself (OP_LABEL), plus weights[i] (OP_DISTANCE), or the larger of it
-// and the weight's width code (OP_WIDTH: WIDTH_CODE_BASE minus the float's bits, which
-// orders widths the other way round); infinity stays infinity.
-template <typename V>
-__device__ __forceinline__ V candidate(V val, const float* weights, long long i, int mode, V inf);
+// The edge operators (seraph/operators.py), one functor each: its value type V and the
+// value a relaxation of edge i offers its head, from the tail's value `val`. The relaxing
+// kernels are templates over the functor (pull_window<Distance>, ...), instantiated for
+// each operator by interface.py's name expressions, so an offer compiles to its own
+// arithmetic with no branch on the operator. Every offer keeps infinity infinite.
 
-template <>
-__device__ __forceinline__ int candidate<int>(int val, const float* weights, long long i, int mode,
-                                              int inf) {
-    if (mode == OP_HOP) return val == inf ? inf : val + 1;
-    if (mode == OP_WIDTH) return max(val, WIDTH_CODE_BASE - __float_as_int(weights[i]));
-    return val;
-}
+// d + 1 (BFS levels).
+struct Hop {
+    using V = int;
+    static __device__ __forceinline__ V offer(V val, const float* weights, long long i, V inf) {
+        return val == inf ? inf : val + 1;
+    }
+};
 
-template <>
-__device__ __forceinline__ float candidate<float>(float val, const float* weights, long long i,
-                                                  int mode, float inf) {
-    return mode == OP_DISTANCE ? add_value(val, weights[i]) : val;
-}
+// d (CC labels).
+struct Label {
+    using V = int;
+    static __device__ __forceinline__ V offer(V val, const float* weights, long long i, V inf) {
+        return val;
+    }
+};
+
+// d + weights[i] (SSSP distances; inf + w is inf).
+struct Distance {
+    using V = float;
+    static __device__ __forceinline__ V offer(V val, const float* weights, long long i, V inf) {
+        return add_value(val, weights[i]);
+    }
+};
+
+// The larger of d and the weight's width code (the widest path): WIDTH_CODE_BASE minus the
+// float's bits, which orders widths the other way round; INT_MAX (infinity) stays the max.
+struct Width {
+    using V = int;
+    static __device__ __forceinline__ V offer(V val, const float* weights, long long i, V inf) {
+        return max(val, WIDTH_CODE_BASE - __float_as_int(weights[i]));
+    }
+};
 
 // Whether an in-edge of weight w, in a row listed lightest first (a weighted store's CSC),
 // can no longer offer less than `best`: its weight alone reaches it, values being at least
