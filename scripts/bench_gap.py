@@ -75,6 +75,7 @@ def cells_of(kind: str, args) -> list[dict]:
 
     import seraph
     from partitioner.generators import gap_weights
+    from seraph.algorithms import get
     from seraph.sources import random_sources
 
     graph = benchlib.generated(kind, args.scale, gap_weights())
@@ -84,7 +85,7 @@ def cells_of(kind: str, args) -> list[dict]:
     picked = random_sources(graph, args.sources, 0)
     cells = []
     for alg in ("bfs", "cc", "sssp"):
-        sources = picked if alg != "cc" else [None] * args.sources
+        sources = picked if get(alg).needs_source else [None] * args.sources
         checks = benchlib.Checks()
         first = seraph.run(graph, alg, sources[0], device="cpu")
         checks.call(graph, alg, sources[0], first, None)

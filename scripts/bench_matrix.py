@@ -121,15 +121,18 @@ def run_once(graph, alg: str, source: int | None, device: str, budget: int | Non
 
 def pcie_bytes(stats, alg: str) -> int | None:
     """Bytes copied plus bytes read in place, an estimate: where the pages move, pushed and
-    bottom-up-pulled edges are read from the host's pinned CSC (4 bytes an edge, 8 with
-    SSSP's weights); on a resident run those reads stay on the device. None where a paged
-    run counted nothing: union-find reads the CSC in place without counting its edges."""
+    bottom-up-pulled edges are read from the host's pinned CSC (4 bytes an edge, 8 with the
+    weights of an algorithm whose operator reads them); on a resident run those reads stay
+    on the device. None where a paged run counted nothing: union-find reads the CSC in place
+    without counting its edges."""
+    from seraph.algorithms import get
+
     if stats.resident:
         return stats.bytes_h2d
     in_place = stats.edges_pushed + stats.edges_pulled_bottom_up
     if not stats.bytes_h2d and not in_place:
         return None
-    return stats.bytes_h2d + in_place * (8 if alg == "sssp" else 4)
+    return stats.bytes_h2d + in_place * (8 if get(alg).spec.operator.weighted else 4)
 
 
 def run_figures(stats, alg: str) -> dict:
@@ -382,6 +385,8 @@ def report(results: dict, info: dict, command: str, args) -> str:
 
 # --------------------------------------------------------------------------- main
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from seraph.algorithms import ALGORITHMS
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--rmat-scale", type=int, default=26)
@@ -390,7 +395,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--graphs", nargs="+", default=["rmat", "uniform", "grid", "road"],
                    choices=("rmat", "uniform", "grid", "road"))
     p.add_argument("--algorithms", nargs="+", default=["bfs", "cc", "sssp"],
-                   choices=("bfs", "cc", "sssp"))
+                   choices=tuple(ALGORITHMS), help="the registered algorithms to run "
+                   "(default the issue's matrix)")
     p.add_argument("--order", default="input", choices=("input", "degree", "rcm"),
                    help="the graphs' vertex order (as seraph preprocess --order)")
     p.add_argument("--page-edges", type=int, default=None,

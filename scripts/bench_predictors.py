@@ -51,17 +51,25 @@ def variants(args) -> dict[str, dict]:
     return rows
 
 
+def run_as(alg: str) -> tuple[dict, object]:
+    """The options the study runs ``alg`` with and the spec such a run uses: CC by label
+    propagation (union-find has no rounds to predict), any other as registered."""
+    from seraph.algorithms import cc, get
+
+    special = {"cc": ({"components": "propagation"}, cc.PROPAGATION)}
+    return special.get(alg, ({}, get(alg).spec))
+
+
 def call(graph, alg: str, source: int | None, predictor: dict, budget: int, args,
          checks: benchlib.Checks, **extra):
-    """One public call (CC by propagation); its answer and device peak then go to
+    """One public call (:func:`run_as`); its answer and device peak then go to
     ``checks``."""
     import seraph
+    from seraph.algorithms import get
 
-    options = dict(device=args.device, device_memory=budget, **predictor, **extra)
-    if alg == "cc":
-        result = seraph.connected_components(graph, components="propagation", **options)
-    else:
-        result = seraph.sssp(graph, source, **options)
+    options = dict(device=args.device, device_memory=budget, **run_as(alg)[0], **predictor,
+                   **extra)
+    result = seraph.run(graph, alg, get(alg).source_for(source), **options)
     checks.call(graph, alg, source, result, budget)
     return result
 
@@ -75,11 +83,13 @@ def totals(log: list[dict]) -> dict:
 
 
 def state_of(predictor: str, alg: str, device: str) -> str:
-    """The predictor whose vertex state a run keeps: auto keeps the weak one for CC by
-    propagation where the backend says the weak history pays (api.predictor_and_layout)."""
+    """The predictor whose vertex state a run keeps: auto keeps the weak one beside the
+    strong rule where the run's spec adds the weak history late (CC by propagation) and
+    the backend says it pays (api.predictor_and_layout)."""
     from seraph.backends import backend_class
 
-    if predictor == "auto" and alg == "cc" and backend_class(device).weak_history_pays:
+    if (predictor == "auto" and run_as(alg)[1].weak_after is not None
+            and backend_class(device).weak_history_pays):
         return "combined"
     return predictor
 

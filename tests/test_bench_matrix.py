@@ -123,3 +123,35 @@ def test_a_wrong_answer_fails_its_cell_and_the_script(tmp_path, monkeypatch, cap
     assert cell["checks"]["line"] == "checked 4 of 4, 1 WRONG"
     assert "1 of 256 vertices wrong" in cell["checks"]["problems"][0]
     assert "bench_matrix: RMAT-8 ef16 bfs: bfs from" in capsys.readouterr().err
+
+
+def renamed_sssp():
+    """SSSP registered under a name no script knows: what a new algorithm looks like to
+    the scripts, which must ask the registry what it needs."""
+    from dataclasses import replace
+
+    from seraph.algorithms import ALGORITHMS
+
+    entry = ALGORITHMS["sssp"]
+    return replace(entry, spec=replace(entry.spec, name="renamed"))
+
+
+def test_a_newly_registered_algorithm_runs_in_the_matrix(tmp_path, monkeypatch):
+    """The registry says it takes a source (so it gets random sources and the hub) and
+    reads weights (so an in-place read costs 8 bytes an edge)."""
+    from types import SimpleNamespace
+
+    from seraph.algorithms import ALGORITHMS
+
+    monkeypatch.setitem(ALGORITHMS, "renamed", renamed_sssp())
+    stats = SimpleNamespace(resident=False, bytes_h2d=10, edges_pushed=3,
+                            edges_pulled_bottom_up=1)
+    assert bench_matrix.pcie_bytes(stats, "renamed") == 10 + 4 * 8
+    assert bench_matrix.pcie_bytes(stats, "bfs") == 10 + 4 * 4
+    out_json = tmp_path / "m.json"
+    assert bench_matrix.main(["--device", "cpu", "--rmat-scale", "8", "--graphs", "rmat",
+                              "--algorithms", "renamed", "--sources", "2", "--json-out",
+                              str(out_json), "--md-out", ""]) == 0
+    (cell,) = json.loads(out_json.read_text())["cells"]
+    assert cell["algorithm"] == "renamed" and cell["checks"]["line"] == "checked 4 of 4"
+    assert "hub" in cell and len({r["source"] for r in cell["random"]["runs"]}) == 2

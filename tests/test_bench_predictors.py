@@ -35,3 +35,19 @@ def test_the_predictor_study_on_the_cpu(tmp_path, capsys):
     assert uniform_cc["strong"]["skipped_strong"] > 0
     assert len(list(traces.glob("*.json"))) == len(cells)
     assert "| uniform-9 | cc | strong |" in capsys.readouterr().out
+
+
+def test_a_run_is_the_registered_algorithm_unless_the_study_says_otherwise():
+    """CC runs by propagation, whose spec adds the weak history late, so auto keeps the
+    weak state beside the strong one where the backend says that pays; any other
+    algorithm runs as registered."""
+    from seraph.algorithms import get
+    from seraph.backends import backend_class
+
+    options, spec = bench_predictors.run_as("cc")
+    assert options == {"components": "propagation"} and spec.weak_after is not None
+    assert bench_predictors.run_as("sssp") == ({}, get("sssp").spec)
+    pays = backend_class("cpu").weak_history_pays
+    assert bench_predictors.state_of("auto", "cc", "cpu") == ("combined" if pays else "auto")
+    assert bench_predictors.state_of("auto", "sssp", "cpu") == "auto"
+    assert bench_predictors.state_of("none", "cc", "cpu") == "none"
