@@ -1,17 +1,17 @@
 """The CUDA kernels' interface, declared once: the constants they share with the Python side,
-each kernel's parameters and what it is a template over.
+each kernel's parameters, and what each kernel is a template over.
 
-The kernel files hold neither. :func:`header` writes the constants as ``#define``s and, for
-each kernel, its parameter list (``PULL_WINDOW_PARAMS``), the names in that list
-(``PULL_WINDOW_ARGS``, for a kernel that hands them on) and its declaration;
-:func:`source_code` puts it in front of ``values.cuh`` and the kernel file;
+The kernel files hold no constant and no parameter list. :func:`header` writes the
+constants as ``#define``s and, for each kernel, its parameter list (``PULL_WINDOW_PARAMS``),
+the names in that list (``PULL_WINDOW_ARGS``, for a kernel that hands them on) and its
+declaration; :func:`source_code` puts it in front of ``values.cuh`` and the kernel file;
 :func:`name_expression` names a kernel's instantiation for an edge operator
-(``pull_window<Distance>``: values.cuh's functor for :data:`seraph.operators.DISTANCE`) or a
-value type (``count_selected<float>``), and :func:`packer` turns a launch's keyword
+(``pull_window<Distance>``: values.cuh's functor for :data:`seraph.operators.DISTANCE`) or
+a value type (``count_selected<float>``); and :func:`packer` turns a launch's keyword
 arguments into the positional tuple in the parameters' order, each scalar as its
-parameter's type. Kernels take plain parameters rather than
-structs: nvcc optimises loads through a struct parameter differently (loop unswitching, the
-read-only cache), and the kernels' code should not change with their plumbing.
+parameter's type. Kernels take plain parameters rather than structs: nvcc optimises loads
+through a struct parameter differently (loop unswitching, the read-only cache), and the
+kernels' code should not change with their plumbing.
 
 This module needs no cupy, so the CPU test suite checks it (tests/test_kernel_sources.py).
 """

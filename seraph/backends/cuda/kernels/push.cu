@@ -9,12 +9,12 @@
 //     value[v] = min(value[v], offer(value[u], w(u, v)))
 //
 // (the edge operator's offer, values.cuh: the kernel's template argument Op, whose value
-// type is V), and the vertices a round lowers are the next frontier. With a finite `delta` (SSSP) the
-// rounds are near-far (A. Davidson, S. Baxter, M. Garland, J. Owens. Work-efficient
-// parallel GPU methods for single-source shortest paths. IPDPS 2014), a two-bucket
-// delta-stepping: a lowered vertex whose value is at most `split` joins the next round,
-// one above it is flagged far; when no near vertex is left, split moves to the smallest
-// far value plus the bucket's width and the far vertices up to it come near. Pushing only
+// type is V), and the vertices a round lowers are the next frontier. With a finite
+// `delta` (SSSP) the rounds are near-far (A. Davidson, S. Baxter, M. Garland, J. Owens.
+// Work-efficient parallel GPU methods for single-source shortest paths. IPDPS 2014), a
+// two-bucket delta-stepping: a lowered vertex whose value is at most `split` joins the
+// next round, one above it is flagged far; when no near vertex is left, split moves to the
+// smallest far value plus the bucket's width and the far vertices up to it come near. Pushing only
 // vertices that are (nearly) final keeps a weighted grid from re-pushing each vertex dozens
 // of times, as unordered Bellman-Ford rounds do. The width starts at `delta` and follows
 // the work a bucket offers (next_width). Exactness does not depend on the order: every
