@@ -39,6 +39,8 @@ class Entry:
     options: tuple[str, ...] = ()
     vertex_options: tuple[str, ...] = ()
     source_hint: str = ""
+    #: ``check_options(**options)`` refuses bad values of :attr:`options` before any work.
+    check_options: Callable[..., None] | None = None
 
     @property
     def name(self) -> str:

@@ -36,7 +36,7 @@ from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import EDGE_CHUNK, pages, row_of, wrong
 from seraph.api import as_graph, execute, make_config, public_call, source_index
 from seraph.backends.caches import out_degrees
-from seraph.errors import ConfigError
+from seraph.errors import ConfigError, InputError
 from seraph.iterations import iterate
 from seraph.operators import OPERATORS, SHARE
 from seraph.scheduler import EngineConfig
@@ -121,9 +121,11 @@ class PageRankResult:
         return bool(self.stats.converged)
 
 
-def check_parameters(damping, tolerance, max_iterations) -> None:
+def check_parameters(damping=0.85, tolerance=1e-6, max_iterations=100,
+                     personalization=None) -> None:
     """Refuses a damping outside [0, 1], a tolerance that is not a positive number and
-    fewer than one iteration, in one line each."""
+    fewer than one iteration, in one line each (the personalization vertex is checked
+    against the graph)."""
     def number(x) -> bool:
         return isinstance(x, int | float | np.number) and not isinstance(x, bool)
 
@@ -151,7 +153,10 @@ def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iteratio
     """
     check_parameters(damping, tolerance, max_iterations)
     g = as_graph(graph)
-    s = None if personalization is None else source_index(g, personalization)
+    try:
+        s = None if personalization is None else source_index(g, personalization)
+    except InputError as e:
+        raise InputError(f"personalization: {e}") from None
     config = config or make_config(**options)
     power = PowerIteration(float(damping), float(tolerance), int(max_iterations), s)
     ranks, stats, trace = execute(g, replace(SPEC, plan=power.plan), None, config)
@@ -275,4 +280,5 @@ def summary(ranks: np.ndarray) -> str:
 ENTRY = Entry(SPEC, pagerank, PageRankResult, reference, check, verify, summary,
               options=("damping", "tolerance", "max_iterations", "personalization"),
               vertex_options=("personalization",),
-              source_hint="use --personalization V for PageRank personalised to vertex V")
+              source_hint="use --personalization V for PageRank personalised to vertex V",
+              check_options=check_parameters)
