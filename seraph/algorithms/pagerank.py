@@ -273,8 +273,8 @@ def _sum_shares(indptr, start, indices, share, sums):
 
 
 def summary(ranks: np.ndarray) -> str:
-    top = f", the highest {float(ranks.max()):.4g}" if len(ranks) else ""
-    return f"{len(ranks):,} vertices ranked{top}"
+    top = f"highest rank {float(ranks.max()):.4g} of " if len(ranks) else ""
+    return f"{top}{len(ranks):,} vertices ranked"
 
 
 ENTRY = Entry(SPEC, pagerank, PageRankResult, reference, check, verify, summary,
