@@ -163,14 +163,19 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 # -- run / demo ---------------------------------------------------------------------------
-def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False):
-    """Runs one algorithm through the API (``source`` only where it takes one); returns
-    (result, main array)."""
+#: The algorithms' own options that ``run`` has flags for (:attr:`Entry.options`).
+ALGORITHM_OPTIONS = ("damping", "tolerance", "max_iterations", "personalization")
+
+
+def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False,
+                  algorithm_options: dict | None = None):
+    """Runs one algorithm through the API (``source`` only where it takes one, and its own
+    options, :attr:`Entry.options`); returns (result, main array)."""
     from seraph.algorithms import run
 
     options = {"predecessors": predecessors} if ALGORITHMS[algorithm].needs_source else {}
     res = run(graph, algorithm, ALGORITHMS[algorithm].source_for(source), config=config,
-              **options)
+              **options, **(algorithm_options or {}))
     return res, res.values
 
 
@@ -316,13 +321,30 @@ def _parse_sources(text: str) -> list[int]:
     return sources
 
 
+def _algorithm_options(args: argparse.Namespace) -> dict:
+    """The algorithm's own options given on the command line (:attr:`Entry.options`); one
+    that the algorithm does not take is refused."""
+    entry = ALGORITHMS[args.algorithm]
+    given = {name: getattr(args, name) for name in ALGORITHM_OPTIONS
+             if getattr(args, name) is not None}
+    unknown = [name for name in given if name not in entry.options]
+    if unknown:
+        raise ConfigError(f"{args.algorithm} takes no --{unknown[0].replace('_', '-')}")
+    return given
+
+
 def _check_run_options(args: argparse.Namespace) -> bool:
     """Everything about ``run``'s options that can be refused before the store is opened;
     returns whether this is a many-source run."""
     many = args.sources is not None or args.random_sources is not None
-    if not ALGORITHMS[args.algorithm].needs_source and (many or args.source is not None):
-        raise ConfigError(f"{args.algorithm} takes no source (it labels every vertex); drop "
+    entry = ALGORITHMS[args.algorithm]
+    if not entry.needs_source and (many or args.source is not None):
+        why = entry.source_hint or "it labels every vertex"
+        raise ConfigError(f"{args.algorithm} takes no source ({why}); drop "
                           "--source, --sources and --random-sources")
+    options = _algorithm_options(args)
+    if entry.check_options is not None:
+        entry.check_options(**options)
     if many and args.trace:
         raise ConfigError("--trace records one run: give a single --source")
     if args.output and not many:
@@ -357,24 +379,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _run_one(args, graph, source, config)
 
 
-def _validate(graph, algorithm: str, values, source, predecessors) -> str:
-    """"ok", or what is wrong with the answer (the algorithm's O(m) verifier, any size)."""
+def _validate(graph, algorithm: str, values, source, predecessors,
+              options: dict | None = None) -> str:
+    """"ok", or what is wrong with the answer (the algorithm's O(m) verifier, any size),
+    given the algorithm's own ``options`` of the run (vertices as input ids)."""
     from seraph.validate import verify
 
     src = source if source is None else graph.vertex_index(source)
-    return verify(graph, algorithm, values, src, predecessors) or "ok"
+    options = {name: graph.vertex_index(value)
+               if name in ALGORITHMS[algorithm].vertex_options else value
+               for name, value in (options or {}).items() if name != "max_iterations"}
+    return verify(graph, algorithm, values, src, predecessors, **options) or "ok"
 
 
 def _run_one(args: argparse.Namespace, graph, source, config) -> int:
+    options = _algorithm_options(args)
     with progress.watch_rounds():
-        res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors)
+        res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors,
+                                    options)
     preds = getattr(res, "predecessors", None)
     if args.output:
         _save(args.output, graph, values, preds)
     if args.trace:
         res.trace.write(args.trace, res.stats)
-    verdict = _validate(graph, args.algorithm, values, source, preds) if args.validate \
-        else None
+    verdict = _validate(graph, args.algorithm, values, source, preds, options) \
+        if args.validate else None
     st = res.stats
     if args.json:
         out = {"algorithm": args.algorithm, "store": str(args.store)}
@@ -396,6 +425,9 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
               f"{st.updates_succeeded:,}, skipped by predictor "
               f"{st.skipped_strong + st.skipped_weak:,}, edges pushed {st.edges_pushed:,}, "
               f"pulled bottom-up {st.edges_pulled_bottom_up:,}")
+        if st.converged is not None:
+            ended = "converged" if st.converged else "did not converge"
+            print(f"  iterations {st.rounds}, {ended}: last change {st.change:.3g}")
         if verdict:
             print(f"  validation: {verdict}")
     return 1 if verdict not in (None, "ok") else 0
@@ -640,7 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
 
     engine = EngineConfig()
-    p = _subcommand(sub, "run", "run bfs, cc or sssp on a store", [verbosity])
+    p = _subcommand(sub, "run", f"run {', '.join(ALGORITHMS)} on a store", [verbosity])
     p.add_argument("algorithm", choices=tuple(ALGORITHMS))
     p.add_argument("store")
     which = p.add_mutually_exclusive_group()
@@ -680,6 +712,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: union-find)")
     p.add_argument("--config", default=None,
                    help="run settings from a TOML file; options given here win (default: none)")
+    p.add_argument("--damping", type=float, default=None,
+                   help="pagerank: the probability of following an out-edge (default: 0.85)")
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="pagerank: stop once an iteration changes the ranks by less than this "
+                        "in L1 (default: 1e-6)")
+    p.add_argument("--max-iterations", type=int, default=None,
+                   help="pagerank: stop after this many iterations, converged or not "
+                        "(default: 100)")
+    p.add_argument("--personalization", type=int, default=None, metavar="V",
+                   help="pagerank: personalised to vertex V (an input id), where every jump "
+                        "goes (default: none, jumps are uniform)")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")
     p.add_argument("--output",
                    help="write the result to .npy, .npz or .parquet; with several sources "

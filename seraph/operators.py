@@ -1,4 +1,5 @@
-"""Edge operators: what a relaxation over one in-edge ``(u, v)`` offers ``v``.
+"""Edge operators: what a relaxation over one in-edge ``(u, v)`` offers ``v`` (or, for a
+summing program, what the edge contributes to ``v``'s sum: :data:`SHARE`).
 
 Every relaxing algorithm pulls ``value[v] = min(value[v], min over in-edges of
 offer(value[u], w(u, v)))``, or pushes the same offer with an atomic min; an operator fixes
@@ -23,6 +24,12 @@ HOP = 0  #: d + 1 (BFS levels)
 LABEL = 1  #: d (CC labels)
 DISTANCE = 2  #: d + w, w the stored float32 weight >= 0 (SSSP distances)
 WIDTH = 3  #: max(d, width_code(w)) (widest path, in width codes: see width_code)
+#: x[u] / outdeg[u], summed (PageRank's share of a rank): a summing program's operand,
+#: which its own step computes per vertex before an iteration sums it over the in-edges
+#: (docs/design.md, "Summing programs"); no relaxation kernel sees it.
+SHARE = 4
+#: The operators a relaxation offers (the min engine's kernels are built for each).
+RELAXING = (HOP, LABEL, DISTANCE, WIDTH)
 
 INT_INF = np.int32(np.iinfo(np.int32).max)  #: "unreached" for int32 values; never added to
 FLOAT_INF = np.float32(np.inf)  #: "unreached" for float32 values
@@ -57,6 +64,7 @@ OPERATORS = {op.code: op for op in (
     EdgeOperator(LABEL, "d", np.dtype(np.int32), weighted=False),
     EdgeOperator(DISTANCE, "d + w", np.dtype(np.float32), weighted=True, binned=True),
     EdgeOperator(WIDTH, "max(d, width_code(w))", np.dtype(np.int32), weighted=True),
+    EdgeOperator(SHARE, "x[u] / outdeg[u]", np.dtype(np.float32), weighted=False),
 )}
 
 

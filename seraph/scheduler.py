@@ -33,7 +33,7 @@ from seraph.rounds import DenseRounds, PageActivity, SparseRounds
 from seraph.schedules import SCHEDULES as _SCHEDULES
 from seraph.schedules import Schedule
 from seraph.slots import Slots
-from seraph.spec import Algorithm
+from seraph.spec import SUM, Algorithm
 from seraph.stats import RunStats, Trace
 
 SCHEDULES = tuple(_SCHEDULES)
@@ -91,6 +91,11 @@ class EngineConfig:
                               "predictor weak or combined (or auto)")
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
+        if algorithm.combine == SUM:
+            if self.predictor not in ("auto", "none") or self.diagram is not None:
+                raise ConfigError(f"{algorithm.name} runs power iterations, which skip no "
+                                  f"vertex: drop predictor {self.predictor!r} and any diagram")
+            return "none"
         if not self.policy.allows_predictor:
             return "none"
         if self.predictor == "auto":

@@ -43,6 +43,16 @@ LEVELS = StrongRule("levels", counts_rounds=True)
 SMALLEST_WRITTEN = StrongRule("smallest written", counts_rounds=False)
 
 
+#: How a program combines what its in-edges give a vertex. MIN: the relaxation
+#: ``value[v] = min(value[v], min of the offers)``, run to its fixpoint by rounds over the
+#: active pages. SUM: a power iteration, each iteration summing the operand over every
+#: in-edge once (:mod:`seraph.iterations`; docs/design.md, "Summing programs").
+MIN, SUM = "min", "sum"
+#: The vertex vectors every summing program keeps besides its values: what an iteration
+#: sums over the in-edges, and the sums.
+OPERAND, ACCUMULATOR = "operand", "accumulator"
+
+
 @dataclass(frozen=True)
 class Output:
     """How a public result holds an algorithm's values: its dtype (None: the values' own)
@@ -69,10 +79,15 @@ class Algorithm:
 
     name: str
     operator: EdgeOperator
-    strong_rule: StrongRule
+    #: None for a summing program: it stops on a tolerance, and no value is ever final.
+    strong_rule: StrongRule | None
     default_predictor: str
     needs_source: bool
     output: Output = Output()
+    combine: str = MIN
+    #: The vertex vectors (of the values' dtype) a summing program keeps besides its
+    #: values, OPERAND and ACCUMULATOR among them; the layout counts them.
+    vectors: tuple[str, ...] = ()
     #: SSSP's specialisation: each row's in-edges are read lightest first, a pull stops at
     #: the first in-edge whose weight alone reaches its best, and the strong rule adds each
     #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.
@@ -87,6 +102,14 @@ class Algorithm:
         field(default=None, compare=False)
 
     def __post_init__(self):
+        if self.combine not in (MIN, SUM):
+            raise ValueError(f"{self.name}: unknown combine {self.combine!r}")
+        if self.combine == SUM and not ({OPERAND, ACCUMULATOR} <= set(self.vectors)
+                                        and self.plan is not None):
+            raise ValueError(f"{self.name}: a summing program keeps the vectors {OPERAND} "
+                             f"and {ACCUMULATOR} and has a plan (its iteration)")
+        if self.combine == MIN and self.strong_rule is None:
+            raise ValueError(f"{self.name}: a relaxing program needs a strong rule")
         if self.lightest_first and self.operator.formula != "d + w":
             raise ValueError(f"{self.name}: lightest_first needs the offer d + w, "
                              f"not {self.operator.formula}")
@@ -109,7 +132,7 @@ class Algorithm:
         """BFS's specialisation: the rounds count levels, so a pull stops at the first
         in-neighbour offering the threshold (its bitmaps, :func:`seraph.backends.cpu.pull.
         pull_floor`) and a device pushes levels further when pages move."""
-        return self.strong_rule.counts_rounds
+        return self.strong_rule is not None and self.strong_rule.counts_rounds
 
     def initial_values(self, num_vertices: int, source: int | None) -> np.ndarray:
         """Values before the first round: 0 at the source (the offer's best start) and the

@@ -29,6 +29,10 @@ class RunStats:
     sweeps: int = 0
     reentries: int = 0
     rechecks: int = 0
+    #: A summing program's (seraph.iterations): the last iteration's change (PageRank's
+    #: L1 change), and whether it fell below the tolerance (None: a relaxing program).
+    change: float | None = None
+    converged: bool | None = None
     # pages and bytes
     pages_transferred: int = 0
     pages_skipped: int = 0

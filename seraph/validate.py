@@ -11,13 +11,14 @@ from seraph.algorithms import get
 
 
 def verify(graph, algorithm: str, values: np.ndarray, source: int | None = None,
-           predecessors: np.ndarray | None = None) -> str | None:
+           predecessors: np.ndarray | None = None, **options) -> str | None:
     """None if an answer is right, else what is wrong (how many vertices, the first).
 
-    ``values`` is the API's result (levels, distances or labels) and ``predecessors`` its
-    predecessors (None: not checked); ``source`` is the store's vertex number of the
-    source."""
-    return get(algorithm).verify(graph, values, source, predecessors)
+    ``values`` is the API's result (levels, distances, labels or ranks) and
+    ``predecessors`` its predecessors (None: not checked); ``source`` is the store's vertex
+    number of the source; ``options`` are the algorithm's own of the run (PageRank's
+    damping, ...: :attr:`~seraph.algorithms.entry.Entry.options`)."""
+    return get(algorithm).verify(graph, values, source, predecessors, **options)
 
 
 def reference(graph, algorithm: str, source: int | None) -> np.ndarray:

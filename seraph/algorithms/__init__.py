@@ -10,19 +10,20 @@ an algorithm means adding a module and its line below (docs/design.md, "Architec
 
 from __future__ import annotations
 
-from seraph.algorithms import bfs, cc, sssp
+from seraph.algorithms import bfs, cc, pagerank, sssp
 from seraph.algorithms.entry import Entry
 from seraph.errors import ConfigError, InputError
 from seraph.spec import Algorithm
 
 #: The registry, in the order the CLI and the benchmarks list them.
-ALGORITHMS: dict[str, Entry] = {e.name: e for e in (bfs.ENTRY, cc.ENTRY, sssp.ENTRY)}
+ALGORITHMS: dict[str, Entry] = {e.name: e for e in (bfs.ENTRY, cc.ENTRY, sssp.ENTRY,
+                                                     pagerank.ENTRY)}
 
 __all__ = ["ALGORITHMS", "Algorithm", "Entry", "get", "run"]
 
 
 def get(name: str) -> Entry:
-    """The registered algorithm ``name`` (``bfs``, ``cc``, ``sssp``)."""
+    """The registered algorithm ``name`` (``bfs``, ``cc``, ``sssp``, ``pagerank``)."""
     try:
         return ALGORITHMS[name]
     except KeyError:
@@ -38,5 +39,6 @@ def run(graph, algorithm: str, source: int | None = None, **options):
     if entry.needs_source:
         return entry.run(graph, source, **options)
     if source is not None:
-        raise InputError(f"{algorithm} takes no source vertex, got source={source!r}")
+        hint = f": {entry.source_hint}" if entry.source_hint else ""
+        raise InputError(f"{algorithm} takes no source vertex, got source={source!r}{hint}")
     return entry.run(graph, **options)

@@ -22,6 +22,11 @@ class Entry:
     answer in Seraph's conventions and ``check(graph, values, source)`` compares against
     it, the tests' oracle. ``source`` is the store's vertex number in all three.
     ``summary(values)`` is what the CLI prints of a result.
+
+    ``options`` are the keyword options of its own that ``run`` takes (PageRank's damping,
+    ...), which ``verify`` and ``check`` take too; those in ``vertex_options`` name a
+    vertex, an input id for ``run`` and a store vertex number for the checks.
+    ``source_hint`` says what to use instead of a source, for one that takes none.
     """
 
     spec: Algorithm
@@ -31,6 +36,11 @@ class Entry:
     check: Callable[[object, np.ndarray, int | None], str | None]
     verify: Callable[..., str | None]
     summary: Callable[[np.ndarray], str]
+    options: tuple[str, ...] = ()
+    vertex_options: tuple[str, ...] = ()
+    source_hint: str = ""
+    #: ``check_options(**options)`` refuses bad values of :attr:`options` before any work.
+    check_options: Callable[..., None] | None = None
 
     @property
     def name(self) -> str:

@@ -186,6 +186,32 @@ class Backend(ABC):
                     return total
                 pass_succeeded = 0
 
+    # -- a summing program's vectors (docs/design.md, "Summing programs") -------------------
+    #: The array module of the backend's vertex vectors: numpy, or cupy on a GPU. A summing
+    #: program's own steps are written once over it, inside :meth:`vector_steps`.
+    xp = np
+
+    def vector(self, name: str):
+        """The vertex vector ``name`` in the backend's memory: the values, or one of the
+        program's :attr:`~seraph.spec.Algorithm.vectors`."""
+        return self.values if name == "values" else self.vectors[name]
+
+    def set_vector(self, name: str, host: np.ndarray) -> None:
+        """Copies a host array into the vertex vector ``name`` (no device temporary)."""
+        self.xp.copyto(self.vector(name), host)
+
+    def vector_steps(self) -> contextlib.AbstractContextManager:
+        """Around a program's own steps on the vectors: where they run (on a GPU, the
+        stream that the backend's kernels run on, so that they are ordered with them)."""
+        return contextlib.nullcontext()
+
+    @abstractmethod
+    def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
+        """``into[v] += sum of operand[u] over the in-edges (u -> v) of the pages`` (already
+        resident in ``slots``), each edge counted once; a vertex whose in-edges span
+        several pages gets each page's partial sum. Returns once done: the pages' slots
+        may then take other pages."""
+
     @abstractmethod
     def set_values(self, values: np.ndarray) -> None: ...
 

@@ -50,12 +50,14 @@ class Layout:
 
     @classmethod
     def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None,
-             lightest: bool = False) -> Layout:
+             lightest: bool = False, vector_bytes: int = 0) -> Layout:
         """Slots for ``budget`` bytes (None: everything resident). ``weights`` says whether
         the algorithm reads edge weights (default: whenever the graph has them); BFS and CC
         do not, so their pages move and occupy half the bytes. ``lightest``: SSSP under the
         strong predictor, whose rule reads each vertex's lightest in-edge
-        (:mod:`seraph.lightest`, one byte a vertex, when the graph has weights)."""
+        (:mod:`seraph.lightest`, one byte a vertex, when the graph has weights).
+        ``vector_bytes``: the bytes a vertex of a summing program's own vectors
+        (:attr:`~seraph.spec.Algorithm.vectors`)."""
         weights = graph.weighted if weights is None else weights and graph.weighted
         lightest = lightest and graph.weighted
         n, pages = graph.num_vertices, graph.num_pages
@@ -67,10 +69,11 @@ class Layout:
         # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
         # the device; a symmetric graph's are the CSC's); the push phase's two lists and
         # edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the hub chunk list (none on a graph
-        # without hubs); and SSSP's lightest in-edge, one byte a vertex
+        # without hubs); SSSP's lightest in-edge, one byte a vertex; and a summing
+        # program's vectors
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
-        state = n * (4 + 1 + (1 if weak else 0) + (1 if lightest else 0)) + \
+        state = n * (4 + 1 + (1 if weak else 0) + (1 if lightest else 0) + vector_bytes) + \
             8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + DEVICE_SCRATCH + \
             PAGE_BYTES * (pages + 1) + \
             graph_hub_chunks(graph).nbytes
@@ -98,4 +101,5 @@ class Layout:
         return cls.plan(graph, predictor in WITH_DIAGRAM, budget,
                         weights=algorithm.operator.weighted,
                         lightest=predictor in ("strong", "combined")
-                        and algorithm.lightest_first)
+                        and algorithm.lightest_first,
+                        vector_bytes=len(algorithm.vectors) * algorithm.dtype.itemsize)

@@ -18,6 +18,7 @@ from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
 from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import graph_operands, operands, out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
+from seraph.backends.cpu.gather import gather_pages
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
     NO_BITS,
@@ -51,6 +52,7 @@ class CpuBackend(HostPush):
         self.indptr = indptr
         n, pe = graph.num_vertices, graph.page_edges
         self.values = np.empty(n, dtype=algorithm.dtype)
+        self.vectors = {name: np.zeros(n, dtype=algorithm.dtype) for name in algorithm.vectors}
         self.changed = np.zeros(n, dtype=np.uint8)
         self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
@@ -125,6 +127,12 @@ class CpuBackend(HostPush):
             self.block_epoch, self.layout.block_shift, epoch, self._chunks,
             self._offering_bits(predictor, threshold), STOP)
         return SweepResult(*(int(c) for c in counters), minimum)
+
+    def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
+        g = self.graph
+        gather_pages(np.ascontiguousarray(pages, dtype=np.int64), self.slot_offsets(slots, pages),
+                     g.page_edges, g.num_edges, g.page_first_vertex, g.page_last_vertex,
+                     self.indptr, self.slot_indices, operand, into, self._chunks, STOP)
 
     def _offering_bits(self, predictor: int, threshold) -> np.ndarray:
         """:func:`~seraph.backends.cpu.pull.offering_floor` for a BFS sweep's floor, kept

@@ -297,6 +297,7 @@ class DeviceGraph:
 
 class CudaBackend(HostPush):
     name = "cuda"
+    xp = cp
     #: Lanes that pull one light vertex (a power of two up to 32), and the in-page degree
     #: above which a vertex is heavy and gets a whole warp (see kernels/pull.cu).
     light_lanes = 8
@@ -413,6 +414,9 @@ class CudaBackend(HostPush):
                 self._csc_weights = _mapped(graph, weights) if weights is not None else \
                     self.slot_weights
             self.values = cp.empty(n, dtype=algorithm.dtype)
+            # A summing program's vectors (the layout counts them).
+            self.vectors = {name: cp.zeros(n, dtype=algorithm.dtype)
+                            for name in algorithm.vectors}
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
@@ -541,31 +545,13 @@ class CudaBackend(HostPush):
     def _launch(self, slots, pages, predictor, threshold, epoch, persistent) -> SweepResult:
         """One sweep, or with ``persistent = (max_sweeps, incoming slot or -1, expected
         sequence number, mandatory pages)`` the persistent kernel's repeated sweeps."""
-        g, alg = self.graph, self.algorithm
+        alg = self.algorithm
         k = len(pages)
-        pages = np.asarray(pages, dtype=np.int64)
-        first = g.page_first_vertex[pages]
-        vertices = g.page_last_vertex[pages] + 1 - first
-        chunks = self._hubs.page_chunks[pages + 1] - self._hubs.page_chunks[pages]
-        host = self._io_host
-        at_pages, at_offsets, at_vertices, at_chunks = self._window
-        host[:_STATUS] = self._fresh_status
-        host[at_pages:at_pages + k] = pages
-        host[at_offsets:at_offsets + k] = self.slot_offsets(slots, pages)
-        for at, counts in ((at_vertices, vertices), (at_chunks, chunks)):
-            host[at] = 0
-            np.cumsum(counts, out=host[at + 1:at + k + 1])
-        warps = int(host[at_vertices + k])
+        window, warps = self._upload_window(slots, pages)
         stream = self.compute_stream
-        _memcpy(self._io.data.ptr, host.ctypes.data, (at_chunks + k + 1) * 8,
-                cp.cuda.runtime.memcpyHostToDevice, stream)
-        d_pages, d_offsets, d_vertices, d_chunks = self._window_views
         sweep = dict(
-            pages=d_pages, offsets=d_offsets, vertex_prefix=d_vertices, chunk_prefix=d_chunks,
-            num_window_pages=k, page_first=self.page_first, page_edges=g.page_edges,
-            num_edges=g.num_edges, indptr=self.indptr, page_chunks=self._page_chunks,
-            hub_chunks=self._hub_chunks, hub_edges=self._hubs.hub_edges,
-            **self._pulled_edges(self.slot_indices, self.slot_weights), predictor=predictor,
+            **window, **self._pulled_edges(self.slot_indices, self.slot_weights),
+            predictor=predictor,
             **self._strong_rule(threshold), table=self._d_table,
             num_states=self._d_table.shape[1], states=self.states, **self._marks(epoch),
             light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
@@ -587,6 +573,52 @@ class CudaBackend(HostPush):
         else:
             sweeps, last_pages = (int(c) for c in status[5:6].view(np.int32))
         return SweepResult(*(int(c) for c in counters), minimum, sweeps, last_pages)
+
+    def _upload_window(self, slots, pages) -> tuple[dict, int]:
+        """Uploads a fresh status block and the window (its pages, their slot offsets and
+        the prefix sums of their vertices and hub chunks) in one copy; returns the
+        window's kernel arguments, the graph's paging and hub chunks with them, and its
+        vertex count."""
+        g = self.graph
+        k = len(pages)
+        pages = np.asarray(pages, dtype=np.int64)
+        first = g.page_first_vertex[pages]
+        vertices = g.page_last_vertex[pages] + 1 - first
+        chunks = self._hubs.page_chunks[pages + 1] - self._hubs.page_chunks[pages]
+        host = self._io_host
+        at_pages, at_offsets, at_vertices, at_chunks = self._window
+        host[:_STATUS] = self._fresh_status
+        host[at_pages:at_pages + k] = pages
+        host[at_offsets:at_offsets + k] = self.slot_offsets(slots, pages)
+        for at, counts in ((at_vertices, vertices), (at_chunks, chunks)):
+            host[at] = 0
+            np.cumsum(counts, out=host[at + 1:at + k + 1])
+        _memcpy(self._io.data.ptr, host.ctypes.data, (at_chunks + k + 1) * 8,
+                cp.cuda.runtime.memcpyHostToDevice, self.compute_stream)
+        d_pages, d_offsets, d_vertices, d_chunks = self._window_views
+        window = dict(
+            pages=d_pages, offsets=d_offsets, vertex_prefix=d_vertices, chunk_prefix=d_chunks,
+            num_window_pages=k, page_first=self.page_first, page_edges=g.page_edges,
+            num_edges=g.num_edges, indptr=self.indptr, page_chunks=self._page_chunks,
+            hub_chunks=self._hub_chunks, hub_edges=self._hubs.hub_edges)
+        return window, int(host[at_vertices + k])
+
+    def gather_sum(self, slots, pages, operand, into) -> None:
+        """kernels/gather.cu over the window; waits for it, so that its slots may take
+        other pages (the copy stream does not wait on the compute stream)."""
+        window, items = self._upload_window(slots, pages)
+        with self.compute_stream:
+            _kernel("gather_sum")(self._blocks(items * self.light_lanes), **window,
+                                  indices=self.slot_indices, operand=operand, into=into,
+                                  light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
+        self._finish(self.compute_stream)
+
+    def vector_steps(self) -> cp.cuda.Stream:
+        return self.compute_stream
+
+    def set_vector(self, name: str, host: np.ndarray) -> None:
+        self.vector(name).set(np.ascontiguousarray(host, dtype=self.algorithm.dtype),
+                              stream=self.compute_stream)
 
     def _read_status(self) -> np.ndarray:
         """After a launch: its status block and the block epochs, in one wait."""
@@ -910,6 +942,7 @@ class CudaBackend(HostPush):
         # The device arrays go back to the pool now, also where something outlives the
         # call with this backend (a failed call's traceback), or the next run would find
         # less room than its budget says.
+        self.vectors = {}
         for name, value in list(vars(self).items()):
             if isinstance(value, cp.ndarray) or isinstance(value, list | tuple) and \
                     any(isinstance(v, cp.ndarray) for v in value):

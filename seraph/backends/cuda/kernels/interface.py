@@ -148,6 +148,15 @@ KERNELS = {
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
         "int skip_root")),
     "compress": Kernel("union_find.cu", ("int* parent", "long long n")),
+    # A summing program's pass over a window (gather.cu): the window as pull_window's, the
+    # graph's paging and hub chunks, then the edges, what they sum and where.
+    "gather_sum": Kernel("gather.cu", (
+        "const long long* pages", "const long long* offsets", "const long long* vertex_prefix",
+        "const long long* chunk_prefix", "int num_window_pages", "const long long* page_first",
+        "long long page_edges", "long long num_edges", "const long long* indptr",
+        "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges",
+        "const int* indices", "const float* operand", "float* into", "int light_lanes",
+        "long long heavy_edges")),
 }
 
 

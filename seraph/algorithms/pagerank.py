@@ -1,0 +1,284 @@
+"""PageRank: the stationary distribution of a random surfer who follows a random out-edge
+with probability ``damping`` and otherwise jumps to a vertex drawn from ``p`` (uniform,
+or all at one vertex for personalised PageRank).
+
+Method: pull-based power iteration, a summing vertex program (:data:`~seraph.spec.SUM`
+over the operand ``x[u] / outdeg[u]``, :data:`~seraph.operators.SHARE`; the engine's
+driver is :mod:`seraph.iterations`). From ``x = p`` (uniform ``1/n`` when not
+personalised) each iteration computes
+
+    x'[v] = (1 - d) p[v] + d (sum over in-edges (u -> v) of x[u] / outdeg[u] + D p[v])
+
+where ``D`` is the rank held by vertices without out-edges (dangling), spread as ``p``
+is, as networkx does. Duplicate edges and self-loops count as edges (out-degrees count
+them, as the CSR does). The run stops when the L1 change ``sum |x' - x|`` falls below
+``tolerance`` (networkx compares with ``n * tol``), or after ``max_iterations``, which
+the result reports as not converged rather than raising. Ranks are float32; the sums over
+in-edges, the dangling rank and the L1 change are accumulated in float64.
+
+- L. Page, S. Brin, R. Motwani, T. Winograd. The PageRank citation ranking: bringing
+  order to the web. Stanford InfoLab, 1999.
+- networkx's ``pagerank`` (its conventions); Subway's ``pr`` (personalised PageRank).
+
+See docs/design.md, "Summing programs".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from seraph.algorithms.entry import Entry
+from seraph.algorithms.verify import EDGE_CHUNK, pages, row_of, wrong
+from seraph.api import as_graph, execute, make_config, public_call, source_index
+from seraph.backends.caches import out_degrees
+from seraph.errors import ConfigError, InputError
+from seraph.iterations import iterate
+from seraph.operators import OPERATORS, SHARE
+from seraph.scheduler import EngineConfig
+from seraph.spec import ACCUMULATOR, OPERAND, SUM, Algorithm, Plan
+from seraph.stats import RunStats, Trace
+
+#: Each vertex's 1 / outdeg (0 where it has no out-edges): the operand is x times it.
+SCALE = "scale"
+#: What float32 ranks add to the verifier's bounds: each rank is rounded a few times an
+#: iteration (the sum, the damping, the jump), a few float32 units of the total rank.
+FLOAT32_SLACK = 16 * float(np.finfo(np.float32).eps)
+
+
+@dataclass(frozen=True)
+class PowerIteration:
+    """PageRank's iteration (a :class:`seraph.iterations.SummingProgram`): its parameters,
+    ``personalization`` a store vertex or None, and its steps over the backend's vectors,
+    written once over the backend's array module."""
+
+    damping: float = 0.85
+    tolerance: float = 1e-6
+    max_iterations: int = 100
+    personalization: int | None = None
+
+    def plan(self, graph, layout, config: EngineConfig) -> Plan:
+        return Plan(SPEC, None, lambda run: iterate(run, self))
+
+    def start(self, be) -> None:
+        n, x = be.graph.num_vertices, be.vector("values")
+        if self.personalization is None:
+            x.fill(1 / max(n, 1))
+        else:
+            x.fill(0)
+            x[self.personalization] = 1
+        degrees = out_degrees(be.graph)
+        scale = np.zeros(n, dtype=np.float32)
+        np.divide(1.0, degrees, out=scale, where=degrees > 0)
+        be.set_vector(SCALE, scale)
+
+    def fill_operand(self, be) -> None:
+        be.xp.multiply(be.vector("values"), be.vector(SCALE), out=be.vector(OPERAND))
+
+    def apply(self, be) -> float:
+        """x' from the sums (in place of them), then the L1 change, and x = x'. Every rank
+        but the dangling vertices' reached the sums, so their difference is the dangling
+        rank (no vector marks them) and the total rank stays what it was."""
+        xp, d = be.xp, self.damping
+        x, new = be.vector("values"), be.vector(ACCUMULATOR)
+        dangling = float(x.sum(dtype=np.float64)) - float(new.sum(dtype=np.float64))
+        jump = (1 - d) + d * dangling  # the rank that goes where p says
+        xp.multiply(new, new.dtype.type(d), out=new)
+        if self.personalization is None:
+            new += new.dtype.type(jump / len(new))
+        else:
+            new[self.personalization] += new.dtype.type(jump)
+        xp.subtract(x, new, out=x)
+        xp.abs(x, out=x)
+        change = float(x.sum(dtype=np.float64))
+        xp.copyto(x, new)
+        return change
+
+
+SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
+                 combine=SUM, vectors=(OPERAND, ACCUMULATOR, SCALE),
+                 plan=PowerIteration().plan)
+
+
+@dataclass
+class PageRankResult:
+    ranks: np.ndarray  #: float32 rank of each vertex, summing to 1
+    iterations: int  #: the iterations run
+    delta: float  #: the last iteration's L1 change (below the tolerance if converged)
+    stats: RunStats
+    trace: Trace
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.ranks
+
+    @property
+    def converged(self) -> bool:
+        return bool(self.stats.converged)
+
+
+def check_parameters(damping=0.85, tolerance=1e-6, max_iterations=100,
+                     personalization=None) -> None:
+    """Refuses a damping outside [0, 1], a tolerance that is not a positive number and
+    fewer than one iteration, in one line each (the personalization vertex is checked
+    against the graph)."""
+    def number(x) -> bool:
+        return isinstance(x, int | float | np.number) and not isinstance(x, bool)
+
+    if not (number(damping) and 0 <= damping <= 1):
+        raise ConfigError(f"damping must be a number from 0 to 1, got {damping!r}")
+    if not (number(tolerance) and tolerance > 0 and math.isfinite(tolerance)):
+        raise ConfigError(f"tolerance must be a positive number, got {tolerance!r}")
+    if not (isinstance(max_iterations, int | np.integer) and not isinstance(max_iterations, bool)
+            and max_iterations >= 1):
+        raise ConfigError(f"max_iterations must be an integer of at least 1, got "
+                          f"{max_iterations!r}")
+
+
+@public_call
+def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iterations: int = 100,
+             personalization: int | None = None, *, config: EngineConfig | None = None,
+             **options) -> PageRankResult:
+    """PageRank by power iteration (float32 ranks summing to 1): stops once an iteration's
+    L1 change is below ``tolerance``, or after ``max_iterations`` (then
+    ``result.converged`` is False). ``personalization``: an input vertex id, where every
+    jump (and the dangling vertices' rank) goes, for personalised PageRank.
+
+    Options are those of :class:`seraph.scheduler.EngineConfig` (device, device_memory,
+    ...); a power iteration skips no vertex, so it takes no predictor.
+    """
+    check_parameters(damping, tolerance, max_iterations)
+    g = as_graph(graph)
+    try:
+        s = None if personalization is None else source_index(g, personalization)
+    except InputError as e:
+        raise InputError(f"personalization: {e}") from None
+    config = config or make_config(**options)
+    power = PowerIteration(float(damping), float(tolerance), int(max_iterations), s)
+    ranks, stats, trace = execute(g, replace(SPEC, plan=power.plan), None, config)
+    return PageRankResult(ranks, stats.rounds, stats.change, stats, trace)
+
+
+# -- the checks ------------------------------------------------------------------------------
+def reference(graph, source: int | None = None, *, damping: float = 0.85,
+              personalization: int | None = None, tolerance: float = 1e-13,
+              max_iterations: int = 100_000) -> np.ndarray:
+    """A float64 power iteration with scipy (the tests' oracle): the same iteration, to
+    ``tolerance`` in L1. ``personalization`` is a store vertex."""
+    indptr, indices, _weights = graph.csc()
+    n = graph.num_vertices
+    a = sp.csc_array((np.ones(len(indices)), indices, indptr), shape=(n, n))
+    shares = a.T.tocsr()  # row v: v's in-edges, duplicates summed
+    degrees = np.bincount(indices, minlength=n).astype(np.float64)
+    scale = np.divide(1.0, degrees, out=np.zeros(n), where=degrees > 0)
+    p = np.full(n, 1 / max(n, 1)) if personalization is None else np.eye(1, n,
+                                                                          personalization)[0]
+    x = p.copy()
+    for _ in range(max_iterations):
+        sums = shares @ (x * scale)
+        new = damping * (sums + x[degrees == 0].sum() * p) + (1 - damping) * p
+        change = np.abs(new - x).sum()
+        x = new
+        if change < tolerance:
+            break
+    return x
+
+
+def check(graph, ranks: np.ndarray, source: int | None = None, *, damping: float = 0.85,
+          tolerance: float = 1e-6, personalization: int | None = None) -> str | None:
+    """None if ``ranks`` are within the tolerance's L1 bound of :func:`reference` (see
+    :func:`l1_bound`), else by how much they are not."""
+    want = reference(graph, damping=damping, personalization=personalization)
+    error = float(np.abs(np.asarray(ranks, np.float64) - want).sum())
+    bound = l1_bound(damping, tolerance)
+    if error <= bound:
+        return None
+    return f"the ranks are {error:.3g} from scipy's in L1, more than the bound {bound:.3g}"
+
+
+def l1_bound(damping: float, tolerance: float) -> float:
+    """How far (L1) a converged answer may be from the exact ranks: a step is a
+    ``damping``-contraction in L1, so ranks whose residual ``|step(x) - x|`` is r lie
+    within ``r / (1 - damping)`` of its fixpoint, and :func:`verify` accepts residuals up
+    to ``damping * tolerance`` plus float32's slack."""
+    return (damping * tolerance + FLOAT32_SLACK) / max(1 - damping, 1e-12)
+
+
+def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=None, *,
+           damping: float = 0.85, tolerance: float = 1e-6,
+           personalization: int | None = None) -> str | None:
+    """None if ``ranks`` are PageRank's within ``tolerance``, else what is wrong, in O(m)
+    and independent of the engine: the ranks are finite and at least 0, they sum to 1,
+    and one power-iteration step from them, computed in float64 page by page, moves them
+    by at most ``damping * tolerance`` plus float32's slack in L1.
+
+    Why that bound: a step is a ``damping``-contraction in L1, so once an iteration's
+    change is below ``tolerance`` the next step moves its ranks by less than ``damping *
+    tolerance``; the ranks are float32, rounded a few times a step (:data:`FLOAT32_SLACK`).
+    ``personalization`` is a store vertex."""
+    n = graph.num_vertices
+    x = np.ascontiguousarray(ranks, dtype=np.float64)
+    if len(x) != n:
+        return f"{len(x)} ranks for {n} vertices"
+    bad = (~(np.isfinite(x) & (x >= 0))).astype(np.uint8)
+    found = wrong(graph, bad, lambda v, _code: f"has rank {ranks[v]}, not a number >= 0")
+    if found or n == 0:
+        return found
+    total = float(x.sum())
+    if abs(total - 1) > FLOAT32_SLACK:
+        return f"the ranks sum to {total:.9g}, not 1"
+    indptr = graph.array("csc/indptr")
+    degrees = np.zeros(n, dtype=np.int64)
+    for _start, indices, _w in pages(graph):
+        _count_tails(indices, degrees)
+    share = np.divide(x, degrees, out=np.zeros(n), where=degrees > 0)
+    sums = np.zeros(n)
+    for start, indices, _w in pages(graph):
+        _sum_shares(indptr, start, indices, share, sums)
+    p = np.full(n, 1 / n) if personalization is None else np.eye(1, n, personalization)[0]
+    step = damping * (sums + x[degrees == 0].sum() * p) + (1 - damping) * p
+    residual = float(np.abs(step - x).sum())
+    bound = damping * tolerance + FLOAT32_SLACK
+    if residual <= bound:
+        return None
+    return (f"one power-iteration step moves the ranks by {residual:.3g} in L1, more than "
+            f"damping * tolerance + float32 slack = {bound:.3g}")
+
+
+@njit(cache=True)
+def _count_tails(indices, degrees):
+    """Adds the page's in-edges to their tails' out-degrees."""
+    for u in indices:
+        degrees[u] += 1
+
+
+@njit(cache=True, parallel=True)
+def _sum_shares(indptr, start, indices, share, sums):
+    """Adds, for each vertex with in-edges in the page (first edge ``start``), the shares
+    of their tails; vertex ranges in parallel, so no two tasks write one vertex."""
+    end = start + len(indices)
+    first, last = row_of(indptr, start), row_of(indptr, end - 1)
+    count = last - first + 1
+    chunks = max(1, min(count, len(indices) // EDGE_CHUNK + 1))
+    for c in prange(chunks):
+        for v in range(first + count * c // chunks, first + count * (c + 1) // chunks):
+            total = 0.0
+            for i in range(max(indptr[v], start), min(indptr[v + 1], end)):
+                total += share[indices[i - start]]
+            sums[v] += total
+
+
+def summary(ranks: np.ndarray) -> str:
+    top = f"highest rank {float(ranks.max()):.4g} of " if len(ranks) else ""
+    return f"{top}{len(ranks):,} vertices ranked"
+
+
+ENTRY = Entry(SPEC, pagerank, PageRankResult, reference, check, verify, summary,
+              options=("damping", "tolerance", "max_iterations", "personalization"),
+              vertex_options=("personalization",),
+              source_hint="use --personalization V for PageRank personalised to vertex V",
+              check_options=check_parameters)

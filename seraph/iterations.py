@@ -1,0 +1,120 @@
+"""Summing programs' iterations: the engine's driver for a vertex program whose combine is
+a sum (:data:`~seraph.spec.SUM`), such as PageRank's power iteration (docs/design.md,
+"Summing programs").
+
+An iteration is three steps: the program fills its operand from its values (its own
+step, on the backend's vectors), the backend sums the operand over every in-edge into the
+accumulator (:meth:`~seraph.backends.base.Backend.gather_sum`), and the program makes its
+new values from the sums and says how much they changed. The engine sums each page
+exactly once an iteration: a sum, unlike a min, counts an edge read twice twice, so no
+page may be swept again (no reentries), none skipped (no predictor, no activity: every
+value changes every iteration) and none pushed. Paged runs stream the pages through the
+slots, the next pages copying while the landed ones are summed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from seraph import interrupts, progress
+from seraph.compiling import compile_seconds
+from seraph.spec import ACCUMULATOR, OPERAND
+
+if TYPE_CHECKING:
+    from seraph.backends.base import Backend
+    from seraph.scheduler import Run
+
+
+class SummingProgram(Protocol):
+    """A summing program's own steps, on the backend's vectors (``be.vector(name)``, arrays
+    of ``be.xp``), and when it stops: once an iteration changes the values by less than
+    ``tolerance``, or after ``max_iterations``."""
+
+    tolerance: float
+    max_iterations: int
+
+    def start(self, be: Backend) -> None:
+        """The values (and the program's own vectors) before the first iteration."""
+
+    def fill_operand(self, be: Backend) -> None:
+        """The operand that the iteration sums over the in-edges, from the values."""
+
+    def apply(self, be: Backend) -> float:
+        """The new values from the accumulator's sums; returns how much they changed."""
+
+
+def iterate(run: Run, program: SummingProgram) -> None:
+    """Runs ``program`` until it converges or has run its ``max_iterations``; the stats
+    say which (``converged``) and keep the last iteration's change."""
+    be, stats = run.be, run.stats
+    operand, accumulator = be.vector(OPERAND), be.vector(ACCUMULATOR)
+    stats.converged = False
+    with be.vector_steps():
+        program.start(be)
+    if run.g.num_vertices == 0:  # nothing to rank: no iteration changes anything
+        stats.converged, stats.change = True, 0.0
+        return
+    while stats.rounds < program.max_iterations:
+        interrupts.check()
+        progress.working("dense", stats)
+        with be.vector_steps():
+            program.fill_operand(be)
+            accumulator.fill(0)
+        gather(run, operand, accumulator)
+        with be.vector_steps():
+            stats.change = float(program.apply(be))
+        stats.rounds += 1
+        stats.dense_rounds += 1
+        stats.log_round("dense")
+        progress.round_done("dense", stats)
+        if stats.change < program.tolerance:
+            stats.converged = True
+            return
+
+
+def gather(run: Run, operand, into) -> None:
+    """``into[v] += sum of operand[u] over every in-edge (u -> v)``: every page exactly
+    once, in page order one iteration and the reverse the next, so that the pages the last
+    iteration left in the slots are summed first, without a copy."""
+    order = np.arange(run.g.num_pages, dtype=np.int64)
+    if not run.forward:
+        order = order[::-1]
+    run.forward = not run.forward
+    if run.layout.resident:
+        _sum(run, np.zeros(len(order), dtype=np.int64), order, operand, into)
+        return
+    slots, be = run.slots, run.be
+    # At most half the slots are summed at once: the others hold copies in flight meanwhile.
+    batch = max(1, run.layout.num_slots // 2)
+    pending = deque(int(p) for p in order)
+    incoming: deque[tuple[int, int]] = deque()
+    while pending or incoming:
+        while pending and not slots.busy.all():
+            page = pending.popleft()
+            incoming.append((slots.place(page), page))
+        arrived = [incoming.popleft()]
+        slots.landed(*arrived[0])
+        while incoming and len(arrived) < batch and be.landed(incoming[0][0]):
+            arrived.append(incoming.popleft())
+            slots.landed(*arrived[-1])
+        window = np.array([s for s, _ in arrived], dtype=np.int64)
+        _sum(run, window, np.array([p for _, p in arrived], dtype=np.int64), operand, into)
+        slots.release(window)
+
+
+def _sum(run: Run, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
+    """The backend's sum over ``pages``, counted in the run's stats and trace."""
+    if not len(pages):
+        return
+    g, s = run.g, run.stats
+    start, compiled = time.perf_counter(), compile_seconds()
+    run.be.gather_sum(slots, pages, operand, into)
+    end = time.perf_counter()
+    s.kernel_time += end - start - (compile_seconds() - compiled)
+    s.sweeps += 1
+    s.edges_swept += int(np.minimum(g.page_edges, g.num_edges - pages * g.page_edges).sum())
+    run.trace.add("compute", start - run.t0, end - run.t0, pages=pages.tolist())
