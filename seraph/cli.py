@@ -174,11 +174,11 @@ def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = Fa
     return res, res.values
 
 
-def _reached(values) -> int:
-    """Vertices a source reached: neither -1 (levels) nor inf (distances)."""
+def _reached(algorithm: str, values) -> int:
+    """Vertices a source reached: those not holding the algorithm's unreached sentinel."""
     import numpy as np
 
-    return int(np.count_nonzero(np.isfinite(values) & (values >= 0)))
+    return int(np.count_nonzero(values != ALGORITHMS[algorithm].spec.unreached))
 
 
 def _summary(algorithm: str, values) -> str:
@@ -423,7 +423,7 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
                 if args.predecessors:
                     output.add(f"predecessors_{source}", res.predecessors)
             run = {"source": source, "time": res.stats.call_time,
-                   "reached": _reached(values), "rounds": res.stats.rounds,
+                   "reached": _reached(args.algorithm, values), "rounds": res.stats.rounds,
                    "pages_transferred": res.stats.pages_transferred}
             if args.validate:
                 run["validation"] = _validate(graph, args.algorithm, values, source,
@@ -583,7 +583,8 @@ EXAMPLES = {
     "info": ["seraph info lj.zarr", "seraph info lj.zarr --json"],
     "run": ["seraph run bfs lj.zarr --source 0 --validate",
             "seraph run sssp rmat22.zarr --random-sources 16 --output dists.npz",
-            "seraph run cc lj.zarr --gpu-memory 4GiB --trace t.json"],
+            "seraph run cc lj.zarr --gpu-memory 4GiB --trace t.json",
+            "seraph run sswp rmat22.zarr --source 0 --predecessors --validate"],
     "demo": ["seraph demo", "seraph demo --scale 16 --device cpu"],
     "plot": ["seraph run bfs g.zarr --gpu-memory 1GiB --trace t.json",
              "seraph plot t.json -o timeline.svg"],
@@ -640,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
 
     engine = EngineConfig()
-    p = _subcommand(sub, "run", "run bfs, cc or sssp on a store", [verbosity])
+    p = _subcommand(sub, "run", f"run {', '.join(ALGORITHMS)} on a store", [verbosity])
     p.add_argument("algorithm", choices=tuple(ALGORITHMS))
     p.add_argument("store")
     which = p.add_mutually_exclusive_group()
