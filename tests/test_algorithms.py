@@ -22,9 +22,9 @@ def graph() -> seraph.Graph:
 
 
 def test_the_registry_lists_each_algorithm_once_in_order():
-    assert list(ALGORITHMS) == ["bfs", "cc", "sssp"]
+    assert list(ALGORITHMS) == ["bfs", "cc", "sssp", "sswp"]
     assert all(get(name).name == name == entry.spec.name for name, entry in ALGORITHMS.items())
-    assert [e.needs_source for e in ALGORITHMS.values()] == [True, False, True]
+    assert [e.needs_source for e in ALGORITHMS.values()] == [True, False, True, True]
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
@@ -35,7 +35,8 @@ def test_run_by_name_is_the_named_function(graph, name, device):
     assert isinstance(got, entry.result_type)
     assert entry.check(graph, got.values, entry.source_for(graph.vertex_index(3))) is None
     assert entry.verify(graph, got.values, entry.source_for(graph.vertex_index(3))) is None
-    named = {"bfs": seraph.bfs, "cc": seraph.connected_components, "sssp": seraph.sssp}[name]
+    named = {"bfs": seraph.bfs, "cc": seraph.connected_components, "sssp": seraph.sssp,
+             "sswp": seraph.sswp}[name]
     want = named(graph, *([source] if entry.needs_source else []), device=device)
     np.testing.assert_array_equal(got.values, want.values)
     assert entry.summary(got.values).endswith(("reached", "components"))
@@ -48,7 +49,7 @@ def test_the_verifier_reports_a_wrong_answer(graph, name):
     values = entry.run(graph, *([3] if entry.needs_source else []), device="cpu").values.copy()
     values[np.flatnonzero(np.isfinite(values) & (values >= 0))[0]] += 1  # reached: no sentinel
     verdict = entry.check(graph, values, source)
-    assert verdict is not None and "1 of 400 vertices differ from scipy" in verdict
+    assert verdict is not None and "1 of 400 vertices differ from " in verdict
     verdict = entry.verify(graph, values, source)
     assert verdict is not None and " of 400 vertices wrong; first: vertex " in verdict
 

@@ -1,11 +1,12 @@
 """The algorithms, one module each, and their registry.
 
 Each module (:mod:`~seraph.algorithms.bfs`, :mod:`~seraph.algorithms.cc`,
-:mod:`~seraph.algorithms.sssp`, :mod:`~seraph.algorithms.sswp`) holds an algorithm's spec for the engine
-(:class:`~seraph.spec.Algorithm`), its result type, its public function, its O(m)
-verifier (:mod:`~seraph.algorithms.verify`), scipy's answer for the tests and what the CLI
-prints of it, and registers an :class:`Entry` here. Adding
-an algorithm means adding a module and its line below (docs/design.md, "Architecture").
+:mod:`~seraph.algorithms.sssp`, :mod:`~seraph.algorithms.sswp`) holds an algorithm's spec
+for the engine (:class:`~seraph.spec.Algorithm`), its result type, its public function,
+its O(m) verifier (:mod:`~seraph.algorithms.verify`), an oracle's answer for the tests
+(scipy's, or a plain Python one) and what the CLI prints of it, and registers an
+:class:`Entry` here. Adding an algorithm means adding a module and its line below
+(docs/design.md, "Architecture").
 """
 
 from __future__ import annotations
