@@ -195,10 +195,10 @@ def _path_edges(indptr, start, indices, weights, values, unreached, widest, pred
 @njit(parallel=True, nogil=True, cache=True)
 def _path_vertices(values, unreached, source, origin, preds, grounded, level,
                    pred_grounded, pred_level, bad):
-    """Each vertex: the source holds ``origin`` and names no predecessor, an unreached vertex names
-    none, and every other reached vertex has a tight in-edge (its predecessor's, where
-    given). Returns how many of them have tight in-edges only from equal values, not yet
-    traced to the source."""
+    """Each vertex: the source holds ``origin`` and names no predecessor, an unreached
+    vertex names none, and every other reached vertex has a tight in-edge (its
+    predecessor's, where given). Returns how many of them have tight in-edges only from
+    equal values, not yet traced to the source."""
     pending = 0
     for v in prange(len(values)):
         named = preds is not None and preds[v] != -1
