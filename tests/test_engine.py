@@ -689,11 +689,11 @@ def test_pipelined_steps_that_take_several_landed_pages(monkeypatch, sleepy):
     for shape in ("long_chain", "grid", "in_star"):
         edges, source = SHAPES[shape]
         for algorithm in ALGORITHMS:
-            if algorithm == "cc":
-                edges = dataclasses.replace(edges, weight=None, symmetric=True)
+            shaped = edges if algorithm != "cc" else \
+                dataclasses.replace(edges, weight=None, symmetric=True)
             for predictor in ("strong", "sleepy"):
                 cfg = Config("pipelined", predictor, 1, 12, 0.0)
-                stats = check_run(algorithm, edges, source, cfg, sleepy, "cpu").stats
+                stats = check_run(algorithm, shaped, source, cfg, sleepy, "cpu").stats
                 assert not stats.resident and stats.num_slots == 12
 
 
