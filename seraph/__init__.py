@@ -1,4 +1,5 @@
-"""Seraph: BFS, connected components, SSSP and PageRank on graphs larger than GPU memory.
+"""Seraph: BFS, connected components, SSSP, widest paths and PageRank on graphs larger than
+GPU memory.
 
 The public names below load on first use (PEP 562), so that importing a base module
 (``seraph.errors``, ``seraph.units``, ``seraph.progress``, ``seraph.store``,
@@ -21,6 +22,7 @@ _EXPORTS = {
     "BFSResult": "seraph.algorithms.bfs", "bfs": "seraph.algorithms.bfs",
     "CCResult": "seraph.algorithms.cc", "connected_components": "seraph.algorithms.cc",
     "SSSPResult": "seraph.algorithms.sssp", "sssp": "seraph.algorithms.sssp",
+    "SSWPResult": "seraph.algorithms.sswp", "sswp": "seraph.algorithms.sswp",
     "PageRankResult": "seraph.algorithms.pagerank", "pagerank": "seraph.algorithms.pagerank",
     "run": "seraph.algorithms",
     "load_config": "seraph.api", "make_config": "seraph.api",
@@ -34,9 +36,9 @@ _EXPORTS = {
 
 __all__ = [
     "BFSResult", "CCResult", "ConfigError", "DeviceError", "EngineConfig", "Graph",
-    "InputError", "PageRankResult", "RunStats", "SSSPResult", "SeraphError", "StoreError",
-    "__version__", "bfs", "connected_components", "load_config", "make_config", "open_graph",
-    "pagerank", "run", "sssp",
+    "InputError", "PageRankResult", "RunStats", "SSSPResult", "SSWPResult", "SeraphError",
+    "StoreError", "__version__", "bfs", "connected_components", "load_config", "make_config",
+    "open_graph", "pagerank", "run", "sssp", "sswp",
 ]
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from seraph.algorithms.cc import CCResult, connected_components
     from seraph.algorithms.pagerank import PageRankResult, pagerank
     from seraph.algorithms.sssp import SSSPResult, sssp
+    from seraph.algorithms.sswp import SSWPResult, sswp
     from seraph.api import load_config, make_config
     from seraph.errors import ConfigError, DeviceError, InputError, SeraphError, StoreError
     from seraph.graph import Graph, open_graph

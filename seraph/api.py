@@ -204,7 +204,8 @@ def execute_from(graph: Graph, algorithm: Algorithm, source, config: EngineConfi
     values, stats, trace = execute(graph, algorithm, s, config)
     preds = None
     if predecessors:
-        preds = input_ids(graph, tight_predecessors(graph, values, s, algorithm.op))
+        engine_values = algorithm.output.engine_values(values, algorithm.inf)
+        preds = input_ids(graph, tight_predecessors(graph, engine_values, s, algorithm.op))
     return values, preds, stats, trace
 
 

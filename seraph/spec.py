@@ -55,11 +55,23 @@ OPERAND, ACCUMULATOR = "operand", "accumulator"
 
 @dataclass(frozen=True)
 class Output:
-    """How a public result holds an algorithm's values: its dtype (None: the values' own)
-    and what stands for an unreached vertex (None: the algorithm's infinity itself)."""
+    """How a public result holds an algorithm's values: its dtype (None: the values' own),
+    what stands for an unreached vertex (None: the algorithm's infinity itself), and, where
+    the values are order-reversing codes of the public ones, the code's base: a public
+    value's bits are ``code_base`` minus the value (:func:`seraph.operators.width_codes`:
+    the engine's min is then the public max)."""
 
     dtype: np.dtype | None = None
     unreached: int | float | None = None
+    code_base: int | None = None
+
+    def engine_values(self, public: np.ndarray, inf) -> np.ndarray:
+        """The engine's values of a public result, which predecessors are walked over: the
+        result itself, or its codes with ``inf`` for the unreached."""
+        if self.code_base is None:
+            return public
+        codes = self.code_base - public.view(np.dtype(f"i{public.itemsize}"))
+        return np.where(public == self.unreached, inf, codes)
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,11 @@ class Algorithm:
     @property
     def inf(self):
         return self.operator.inf
+
+    @property
+    def unreached(self):
+        """What a public result holds for a vertex the source does not reach."""
+        return self.inf if self.output.unreached is None else self.output.unreached
 
     @property
     def levels(self) -> bool:

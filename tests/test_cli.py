@@ -47,7 +47,7 @@ def test_info_text_and_json(rmat_store, capsys):
     assert info["bytes_on_disk"]["csc/indices"] >= 4 * g.num_edges
 
 
-@pytest.mark.parametrize("algorithm", ["bfs", "cc", "sssp"])
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorithm, device,
                                           three_slots):
     out = tmp_path / "result.npy"

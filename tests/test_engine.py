@@ -1,6 +1,7 @@
-"""The engine is exact: BFS, SSSP and CC equal scipy.sparse.csgraph's answers under every
-schedule, predictor, page size, memory budget and push threshold, on every backend (each
-test takes the ``device`` fixture of conftest.py; its cuda copies run only with a GPU).
+"""The engine is exact: BFS, SSSP and CC equal scipy.sparse.csgraph's answers, and SSWP a
+plain max-min Dijkstra's, under every schedule, predictor, page size, memory budget and push
+threshold, on every backend (each test takes the ``device`` fixture of conftest.py; its
+cuda copies run only with a GPU).
 
 Hypothesis draws small graphs together with one configuration each; a deterministic sweep
 runs the full cross product of configurations on three fixed graphs; named shapes (chains,
@@ -25,7 +26,7 @@ from test_predictors import SLEEPY_TOML
 
 import seraph
 from seraph import schedules
-from seraph.algorithms import cc
+from seraph.algorithms import cc, get, sswp
 from seraph.backends import backend_class
 from seraph.backends.activity import page_source_blocks, pages_active
 from seraph.backends.cpu.pull import SERIAL_EDGES
@@ -46,7 +47,7 @@ PUSH_ALL = 1e-3  #: push while the frontier has fewer than 1000 m out-edges: alw
 #: too many to push and a dense round must take them; pushes only frontiers without
 #: out-edges; pushes everything
 ALPHAS = (0.0, 20.0, 8.0, 1e9, PUSH_ALL)
-ALGORITHMS = ("bfs", "sssp", "cc")
+ALGORITHMS = ("bfs", "sssp", "cc", "sswp")
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,9 @@ cached_graph = cache(Edges.graph)
 
 
 def expected(algorithm: str, edges: Edges, source: int) -> np.ndarray:
-    """scipy's answer in the API's conventions."""
+    """scipy's answer in the API's conventions (SSWP's: a plain max-min Dijkstra's)."""
+    if algorithm == "sswp":
+        return sswp.reference(cached_graph(edges, WHOLE), source)
     a = edges.adjacency()
     if algorithm == "cc":
         count, component = csgraph.connected_components(a, directed=False)
@@ -156,17 +159,18 @@ class Config:
 def budget(graph: Graph, slots: int, weak: bool, algorithm: str, strong: bool = False) -> int:
     """Bytes for the vertex state (:class:`Layout`'s, which test_api_errors checks term by
     term) plus ``slots`` page slots: a slot holds a page's indices (4 bytes an edge), and
-    its weights (4) for SSSP only."""
-    weights = algorithm == "sssp" and graph.weighted
-    layout = Layout.plan(graph, weak, None, weights=weights, lightest=weights and strong)
+    its weights (4) for a weighted operator only."""
+    spec = get(algorithm).spec
+    weights = spec.operator.weighted and graph.weighted
+    layout = Layout.plan(graph, weak, None, weights=weights,
+                         lightest=weights and strong and spec.lightest_first)
     return layout.state_bytes + slots * layout.slot_bytes
 
 
 def solve(algorithm: str, graph: Graph, source: int, options: dict, predecessors=False):
     if algorithm == "cc":
         return seraph.connected_components(graph, **options)
-    run = seraph.bfs if algorithm == "bfs" else seraph.sssp
-    return run(graph, source, predecessors=predecessors, **options)
+    return get(algorithm).run(graph, source, predecessors=predecessors, **options)
 
 
 def answer(algorithm: str, result) -> np.ndarray:
@@ -176,6 +180,9 @@ def answer(algorithm: str, result) -> np.ndarray:
     if algorithm == "sssp":
         assert result.distances.dtype == np.float32
         return result.distances
+    if algorithm == "sswp":
+        assert result.widths.dtype == np.float32
+        return result.widths
     return result.labels
 
 
@@ -198,13 +205,13 @@ def check_run(algorithm: str, edges: Edges, source: int, cfg: Config, sleepy: Pa
 
 def check_resident(stats, graph: Graph, device: str) -> None:
     """A resident graph never pages: the CPU backend reads it in place, the CUDA backend
-    uploads each page at most once per graph (with its weights for SSSP only): a run finds
-    what an earlier one on the graph left on the device."""
+    uploads each page at most once per graph (with its weights for a weighted operator
+    only): a run finds what an earlier one on the graph left on the device."""
     assert stats.resident and stats.device == device
     if device == "cpu" or graph.num_edges == 0 or stats.bytes_h2d == 0:
         assert stats.pages_transferred == stats.bytes_h2d == 0
     else:
-        weights = stats.algorithm == "sssp" and graph.weighted
+        weights = get(stats.algorithm).spec.operator.weighted and graph.weighted
         assert stats.pages_transferred == graph.num_pages
         assert stats.bytes_h2d in (graph.num_edges * 4, graph.num_edges * (8 if weights else 4))
 
@@ -265,7 +272,7 @@ def test_a_first_dense_round_of_cc_sweeps_every_edge(device):
 
 
 
-@pytest.mark.parametrize("algorithm", ["bfs", "sssp", "cc"])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_a_run_is_gone_when_its_call_returns(monkeypatch, device, algorithm):
     """The run and its backend go as the call returns, not at a later garbage collection:
     on a device their arrays would otherwise share the next call's budget."""
@@ -414,7 +421,7 @@ def test_answers_do_not_depend_on_the_bottom_up_limit(data, cfg, algorithm, shar
                                                       device):
     """The bottom-up limit only chooses between rounds that are each exact: none at all, a
     tenth, half (a GPU's whose pages move) or all of the edges give scipy's answers."""
-    case = data.draw(inputs(weighted=algorithm == "sssp",
+    case = data.draw(inputs(weighted=get(algorithm).spec.operator.weighted,
                             symmetric=True if algorithm == "cc" else None))
     limit = lambda backend, push_limit, num_edges: share * num_edges  # noqa: E731
     with mock.patch.object(backend_class(device), "bottom_up_edge_limit", limit):
@@ -431,7 +438,7 @@ def test_answers_do_not_depend_on_the_last_window_passes(data, cfg, algorithm, p
     2 or 8 this also keeps pipelined re-sweeps (several passes over a window whose pages
     carry the round's swept flags) under test on the CPU backend, whose copies land at
     once, so that its windows are otherwise swept once."""
-    case = data.draw(inputs(weighted=algorithm == "sssp",
+    case = data.draw(inputs(weighted=get(algorithm).spec.operator.weighted,
                             symmetric=True if algorithm == "cc" else None))
     with mock.patch.object(schedules, "LAST_WINDOW_SWEEPS", passes):
         check_run(algorithm, *case, cfg, sleepy, device)
@@ -682,11 +689,11 @@ def test_pipelined_steps_that_take_several_landed_pages(monkeypatch, sleepy):
     for shape in ("long_chain", "grid", "in_star"):
         edges, source = SHAPES[shape]
         for algorithm in ALGORITHMS:
-            if algorithm == "cc":
-                edges = dataclasses.replace(edges, weight=None, symmetric=True)
+            shaped = edges if algorithm != "cc" else \
+                dataclasses.replace(edges, weight=None, symmetric=True)
             for predictor in ("strong", "sleepy"):
                 cfg = Config("pipelined", predictor, 1, 12, 0.0)
-                stats = check_run(algorithm, edges, source, cfg, sleepy, "cpu").stats
+                stats = check_run(algorithm, shaped, source, cfg, sleepy, "cpu").stats
                 assert not stats.resident and stats.num_slots == 12
 
 
@@ -818,21 +825,22 @@ def test_a_sleepy_diagram_skips_and_the_final_recheck_catches_up(slots, sleepy, 
     assert stats.skipped_weak > 0 and stats.rechecks > 0
 
 
-def test_only_sssp_moves_weights(device):
+def test_only_weighted_operators_move_weights(device):
     """BFS and CC never read weights, so their slots and copies hold indices alone."""
     rng = np.random.default_rng(7)
     graph = seraph.Graph.from_edges(rng.integers(0, 300, 3000), rng.integers(0, 300, 3000),
                                     rng.integers(1, 9, 3000).astype(np.float32),
                                     num_vertices=300, symmetrize=True, page_edges=64)
     moved = {}
-    for algorithm in ("bfs", "cc", "sssp"):
+    for algorithm in ("bfs", "cc", "sssp", "sswp"):
         stats = solve(algorithm, graph, 0, dict(device=device, push_alpha=0, predictor="strong",
                                                 components="propagation",
                                                 device_memory=budget(graph, 3, False,
                                                                      algorithm, True))).stats
         assert (stats.num_slots, stats.resident) == (3, False)
         moved[algorithm] = stats.bytes_h2d / stats.pages_transferred / graph.page_edges
-    assert moved["bfs"] <= 4 and moved["cc"] <= 4 and 6 < moved["sssp"] <= 8
+    assert moved["bfs"] <= 4 and moved["cc"] <= 4
+    assert 6 < moved["sssp"] <= 8 and 6 < moved["sswp"] <= 8
 
 
 @pytest.mark.parametrize("predictor", ["strong", "weak"])

@@ -65,7 +65,8 @@ def check_engine_answers(graph: seraph.Graph, device: str, source: int = 0) -> N
     """Every algorithm the graph allows, from store vertex ``source``: the engine's answer
     equals scipy's and passes its verifier, predecessors included."""
     for name, entry in ALGORITHMS.items():
-        if (name == "cc" and not graph.symmetric) or (name == "sssp" and not graph.weighted):
+        if (name == "cc" and not graph.symmetric) or \
+                (entry.spec.operator.weighted and not graph.weighted):
             continue
         s = entry.source_for(source)
         options = {"predecessors": True} if entry.needs_source else {}

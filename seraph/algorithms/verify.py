@@ -5,7 +5,7 @@ O(m) check of an answer, GAP's way, that shares no code with the engine and runs
 size (``seraph run --validate``, ``seraph demo``, the benchmarks). It reads the store's CSC
 page by page (:func:`pages`), one parallel numba call a page, so that Ctrl-C lands between
 pages, and holds only O(n) vertex arrays besides the page being read and the next. Here
-are the pages, the shortest-path check BFS and SSSP share (:func:`verify_paths`) and the
+are the pages, the path check BFS, SSSP and SSWP share (:func:`verify_paths`) and the
 report of what is wrong (:func:`wrong`). docs/design.md, "Verifiers", says why each check
 is sufficient.
 
@@ -29,12 +29,12 @@ EDGE_CHUNK = 1 << 15
 
 # -- scipy, the tests' oracle -------------------------------------------------------------
 def compare(graph, values: np.ndarray, expected: Callable[[], np.ndarray],
-            close: bool = False) -> str | None:
-    """None if ``values`` equal ``expected()`` (scipy's answer, computed only for a graph
-    small enough), else what differs. ``close``: float32 sums against scipy's float64,
-    equal to a relative 1e-5 (infinities equal)."""
+            close: bool = False, oracle: str = "scipy") -> str | None:
+    """None if ``values`` equal ``expected()`` (the ``oracle``'s answer, computed only for a
+    graph small enough), else what differs. ``close``: float32 sums against scipy's
+    float64, equal to a relative 1e-5 (infinities equal)."""
     if graph.num_edges > MAX_SCIPY_EDGES:
-        return f"graph too large to compare with scipy ({graph.num_edges} edges)"
+        return f"graph too large to compare with {oracle} ({graph.num_edges} edges)"
     expect = expected()
     if close:
         bad = ~np.isclose(values, expect, rtol=1e-5, atol=0) & ~(np.isinf(values) &
@@ -44,8 +44,8 @@ def compare(graph, values: np.ndarray, expected: Callable[[], np.ndarray],
     if not bad.any():
         return None
     v = int(np.flatnonzero(bad)[0])
-    return (f"{int(bad.sum())} of {len(values)} vertices differ from scipy; first: vertex {v} "
-            f"has {values[v]}, scipy says {expect[v]}")
+    return (f"{int(bad.sum())} of {len(values)} vertices differ from {oracle}; first: vertex "
+            f"{v} has {values[v]}, {oracle} says {expect[v]}")
 
 
 # -- reading the CSC ------------------------------------------------------------------------
@@ -126,28 +126,44 @@ def wrong(graph, bad: np.ndarray, describe: Callable[[int, int], str]) -> str | 
             f"{describe(v, int(bad[v]))}")
 
 
-# -- BFS and SSSP ---------------------------------------------------------------------------
+# -- BFS, SSSP and SSWP ---------------------------------------------------------------------
 # Why a vertex is wrong (``bad``): what :func:`_describe_path` says of each.
 SOURCE, ABOVE, UNREACHED, NO_TIGHT, FLOATING, PRED_NONE, PRED_SET, PRED_WRONG = range(1, 9)
 
 
 @njit(cache=True)
-def _reach(values, weights, u, i):
+def _reach(values, weights, u, i, widest):
     """What in-edge ``i`` from ``u`` offers its head: ``values[u] + w``, in float32 as the
-    engine adds (w = 1 where ``weights`` is None, BFS)."""
+    engine adds (w = 1 where ``weights`` is None, BFS), or ``min(values[u], w)`` where
+    ``widest`` (widths)."""
     if weights is None:
         return values[u] + 1
+    if widest:
+        return min(values[u], weights[i])
     return np.float32(values[u] + weights[i])
 
 
+@njit(inline="always", cache=True)
+def _better(a, b, widest):
+    """Whether value ``a`` is strictly better than ``b``: smaller, or wider."""
+    return a > b if widest else a < b
+
+
+@njit(inline="always", cache=True)
+def _within(value, reach, widest):
+    """Whether ``value`` is at least as good as an in-edge's ``reach`` (False for NaN)."""
+    return value >= reach if widest else value <= reach
+
+
 @njit(parallel=True, nogil=True, cache=True)
-def _path_edges(indptr, start, indices, weights, values, unreached, preds, ids, grounded,
-                level, pred_grounded, pred_level, bad):
-    """One page's in-edges (u, v): ``values[v]`` no more than ``values[u] + w`` (an
-    unreached v beside a reached u is wrong), and which v have a tight in-edge from a
-    smaller value (``grounded``), or only from an equal one (``level``: zero weights, or a
-    weight too small to change a float32 sum); ``pred_*`` the same of the predecessor's
-    edge, where ``preds`` (input ids) are given."""
+def _path_edges(indptr, start, indices, weights, values, unreached, widest, preds, ids,
+                grounded, level, pred_grounded, pred_level, bad):
+    """One page's in-edges (u, v): ``values[v]`` no more than ``values[u] + w`` (no less
+    than ``min(values[u], w)`` where ``widest``; an unreached v that a reached u offers a
+    value is wrong), and which v have a tight in-edge from a better value (``grounded``),
+    or only from an equal one (``level``: zero weights, a weight too small to change a
+    float32 sum, or a width no narrower than the tail's); ``pred_*`` the same of the
+    predecessor's edge, where ``preds`` (input ids) are given."""
     count = len(indices)
     for c in prange((count + EDGE_CHUNK - 1) // EDGE_CHUNK):
         lo = c * EDGE_CHUNK
@@ -158,38 +174,38 @@ def _path_edges(indptr, start, indices, weights, values, unreached, preds, ids, 
             du = values[u]
             if du == unreached:
                 continue
-            reach = _reach(values, weights, u, i)
+            reach = _reach(values, weights, u, i, widest)
             dv = values[v]
-            if dv == unreached:
+            if dv == unreached and reach != unreached:
                 bad[v] = UNREACHED
-            elif not dv <= reach:  # NaN too
+            elif not _within(dv, reach, widest):  # NaN too
                 bad[v] = ABOVE
             elif dv == reach:
-                if du < dv:
+                if _better(du, dv, widest):
                     grounded[v] = 1
                 else:
                     level[v] = 1
                 if preds is not None and preds[v] == input_id(ids, u):
-                    if du < dv:
+                    if _better(du, dv, widest):
                         pred_grounded[v] = 1
                     else:
                         pred_level[v] = 1
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _path_vertices(values, unreached, source, preds, grounded, level, pred_grounded,
-                   pred_level, bad):
-    """Each vertex: the source holds 0 and names no predecessor, an unreached vertex names
-    none, and every other reached vertex has a tight in-edge (its predecessor's, where
-    given). Returns how many of them have tight in-edges only from equal values, not yet
-    traced to the source."""
+def _path_vertices(values, unreached, source, origin, preds, grounded, level,
+                   pred_grounded, pred_level, bad):
+    """Each vertex: the source holds ``origin`` and names no predecessor, an unreached
+    vertex names none, and every other reached vertex has a tight in-edge (its
+    predecessor's, where given). Returns how many of them have tight in-edges only from
+    equal values, not yet traced to the source."""
     pending = 0
     for v in prange(len(values)):
         named = preds is not None and preds[v] != -1
         if bad[v] != 0:
             continue  # its in-edges said why already
         if v == source:
-            if values[v] != 0:
+            if values[v] != origin:
                 bad[v] = SOURCE
             elif named:
                 bad[v] = PRED_SET
@@ -211,7 +227,7 @@ def _path_vertices(values, unreached, source, preds, grounded, level, pred_groun
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _path_spread(indptr, start, indices, weights, values, preds, ids, grounded,
+def _path_spread(indptr, start, indices, weights, values, widest, preds, ids, grounded,
                  pred_grounded):
     """One page's tight in-edges between equal values: a vertex reached so from a grounded
     one is grounded (through its predecessor's edge alone for ``pred_grounded``). Returns
@@ -225,7 +241,7 @@ def _path_spread(indptr, start, indices, weights, values, preds, ids, grounded,
             if grounded[v] and (preds is None or pred_grounded[v]):
                 continue
             u = indices[i]
-            if values[u] != values[v] or _reach(values, weights, u, i) != values[v]:
+            if values[u] != values[v] or _reach(values, weights, u, i, widest) != values[v]:
                 continue
             if grounded[v] == 0 and grounded[u]:
                 grounded[v] = 1
@@ -249,56 +265,64 @@ def _path_floating(values, unreached, preds, grounded, pred_grounded, bad):
 
 
 def verify_paths(graph, values: np.ndarray, source: int, predecessors: np.ndarray | None,
-                 unreached, weighted: bool) -> str | None:
+                 unreached, weighted: bool, widest: bool = False) -> str | None:
     """None if ``values`` are the distances from ``source`` (a store vertex) with each
     edge weighing 1 (``weighted`` False: BFS levels) or its stored weight (float32 sums),
+    or with ``widest`` the widths (the largest over paths of their narrowest weight),
     ``unreached`` marking the vertices the source does not reach, and ``predecessors``
     (input ids, -1 none; None: not checked) name a tight in-edge on a path from the
     source; else what is wrong.
 
-    Every edge (u, v) with u reached has ``values[v] <= values[u] + w``; the source holds
-    0; every other reached vertex is joined to the source by tight edges
-    (``values[v] == values[u] + w``). The inequalities bound every value by its true
-    distance, the tight paths by a path's length, so both hold only for the exact answer.
-    A tight in-edge from a smaller value settles its head at once; one from an equal value
-    (a zero weight, or a float32 sum the weight did not change) only once its tail is
-    settled, by passes that spread the marks until none is set (needed only where such
-    edges are; a pass per link of the longest such chain at worst)."""
+    Every edge (u, v) with u reached has ``values[v] <= values[u] + w`` (widths:
+    ``values[v] >= min(values[u], w)``); the source holds 0 (widths: inf); every other
+    reached vertex is joined to the source by tight edges (equality). The inequalities
+    bound every value by its true one, the tight paths by a path's, so both hold only for
+    the exact answer. A tight in-edge from a better value settles its head at once; one
+    from an equal value (a zero weight, a float32 sum the weight did not change, a width
+    no narrower than the tail's) only once its tail is settled, by passes that spread the
+    marks until none is set (needed only where such edges are; a pass per link of the
+    longest such chain at worst)."""
     n = graph.num_vertices
     indptr, ids = graph.array("csc/indptr"), id_table(graph)
     values, unreached = np.ascontiguousarray(values), values.dtype.type(unreached)
+    origin = values.dtype.type(np.inf if widest else 0)
     preds = None if predecessors is None else np.ascontiguousarray(predecessors, np.int64)
     flags = [np.zeros(n, np.uint8) for _ in range(5 if preds is not None else 3)]
     grounded, level, bad = flags[:3]
     pred_grounded, pred_level = flags[3:] if preds is not None else (grounded, level)
     for start, indices, w in pages(graph, weighted):
-        _path_edges(indptr, start, indices, w, values, unreached, preds, ids, grounded, level,
-                    pred_grounded, pred_level, bad)
-    pending = _path_vertices(values, unreached, source, preds, grounded, level,
+        _path_edges(indptr, start, indices, w, values, unreached, widest, preds, ids,
+                    grounded, level, pred_grounded, pred_level, bad)
+    pending = _path_vertices(values, unreached, source, origin, preds, grounded, level,
                              pred_grounded, pred_level, bad)
     if 0 <= source < n:
         grounded[source] = pred_grounded[source] = 1
-    while pending and sum(_path_spread(indptr, start, indices, w, values, preds, ids,
+    while pending and sum(_path_spread(indptr, start, indices, w, values, widest, preds, ids,
                                        grounded, pred_grounded)
                           for start, indices, w in pages(graph, weighted)):
         pass  # every page of a pass runs: a mark set late in one is seen in the next
     if pending:
         _path_floating(values, unreached, preds, grounded, pred_grounded, bad)
-    return wrong(graph, bad, lambda v, code: _describe_path(graph, values, unreached, preds,
-                                                            weighted, v, code))
+    return wrong(graph, bad, lambda v, code: _describe_path(
+        graph, values, unreached, origin, preds, weighted, widest, v, code))
 
 
-def _describe_path(graph, values, unreached, preds, weighted: bool, v: int, code: int) -> str:
+def _describe_path(graph, values, unreached, origin, preds, weighted: bool, widest: bool,
+                   v: int, code: int) -> str:
     """What is wrong with vertex ``v`` (``code``), naming an in-edge where one shows it."""
     has = "is unreached" if values[v] == unreached else f"has {values[v]}"
     if code == SOURCE:
-        return f"is the source but has {values[v]}, not 0"
+        return f"is the source but has {values[v]}, not {origin}"
     if code in (ABOVE, UNREACHED):
         src, w = in_edges(graph, v, weighted)
         du = values[src]
-        reach = du + np.int64(1) if w is None else (du + w).astype(np.float32)
-        over = np.flatnonzero((du != unreached) & ((values[v] == unreached) |
-                                                   ~(values[v] <= reach)))
+        if w is None:
+            reach = du + np.int64(1)
+        else:
+            reach = np.minimum(du, w) if widest else (du + w).astype(np.float32)
+        within = values[v] >= reach if widest else values[v] <= reach
+        over = np.flatnonzero((du != unreached) & (~within | (values[v] == unreached) &
+                                                   (reach != unreached)))
         u = int(src[over[0]])
         weight = "" if w is None else f" over an edge of weight {w[over[0]]}"
         return (f"{has} but in-neighbour {name(graph, u)} has {values[u]}{weight}")

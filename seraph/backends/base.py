@@ -227,8 +227,7 @@ class Backend(ABC):
     def result(self, output: Output) -> np.ndarray:
         """The final values as ``output`` says (the public algorithm's), in a host array
         the caller owns (the run is over: the backend's own host values may be it)."""
-        return output_values(self.host_values(), self.algorithm.inf, output.dtype,
-                             output.unreached, fresh=False)
+        return output_values(self.host_values(), self.algorithm.inf, output, fresh=False)
 
     @abstractmethod
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:

@@ -765,8 +765,7 @@ class CudaBackend(HostPush):
         # pageable memory is bound by one thread's page faults.
         staged = self.host_values()
         self.compute_stream.synchronize()
-        return output_values(staged, self.algorithm.inf, output.dtype, output.unreached,
-                             fresh=True)
+        return output_values(staged, self.algorithm.inf, output, fresh=True)
 
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         """Only the push engine's changes cross back over PCIe, in pieces through the push
