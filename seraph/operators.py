@@ -64,7 +64,7 @@ OPERATORS = {op.code: op for op in (
     EdgeOperator(LABEL, "d", np.dtype(np.int32), weighted=False),
     EdgeOperator(DISTANCE, "d + w", np.dtype(np.float32), weighted=True, binned=True),
     EdgeOperator(WIDTH, "max(d, width_code(w))", np.dtype(np.int32), weighted=True),
-    EdgeOperator(SHARE, "x[u] / outdeg[u]", np.dtype(np.float32), weighted=False),
+    EdgeOperator(SHARE, "x[u] / outdeg[u]", np.dtype(np.float64), weighted=False),
 )}
 
 

@@ -97,9 +97,9 @@ class Algorithm:
     needs_source: bool
     output: Output = Output()
     combine: str = MIN
-    #: The vertex vectors (of the values' dtype) a summing program keeps besides its
-    #: values, OPERAND and ACCUMULATOR among them; the layout counts them.
-    vectors: tuple[str, ...] = ()
+    #: The vertex vectors a summing program keeps besides its values, by name and dtype,
+    #: OPERAND and ACCUMULATOR among them; the layout counts them.
+    vectors: tuple[tuple[str, np.dtype], ...] = ()
     #: SSSP's specialisation: each row's in-edges are read lightest first, a pull stops at
     #: the first in-edge whose weight alone reaches its best, and the strong rule adds each
     #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.
@@ -116,7 +116,7 @@ class Algorithm:
     def __post_init__(self):
         if self.combine not in (MIN, SUM):
             raise ValueError(f"{self.name}: unknown combine {self.combine!r}")
-        if self.combine == SUM and not ({OPERAND, ACCUMULATOR} <= set(self.vectors)
+        if self.combine == SUM and not ({OPERAND, ACCUMULATOR} <= dict(self.vectors).keys()
                                         and self.plan is not None):
             raise ValueError(f"{self.name}: a summing program keeps the vectors {OPERAND} "
                              f"and {ACCUMULATOR} and has a plan (its iteration)")

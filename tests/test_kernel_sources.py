@@ -129,8 +129,8 @@ def test_packer_orders_and_types_the_arguments():
 
 
 def test_a_parameter_of_unknown_type_is_refused(monkeypatch):
-    monkeypatch.setitem(interface.KERNELS, "bad", interface.Kernel("pull.cu", ("double x",)))
-    with pytest.raises(ValueError, match=r"bad\.x: unknown type 'double'"):
+    monkeypatch.setitem(interface.KERNELS, "bad", interface.Kernel("pull.cu", ("short x",)))
+    with pytest.raises(ValueError, match=r"bad\.x: unknown type 'short'"):
         interface.params("bad")
     monkeypatch.setitem(interface.KERNELS, "plain", interface.Kernel("pull.cu", ("V x",)))
     with pytest.raises(ValueError, match=r"plain\.x: V in a kernel that is not a template"):

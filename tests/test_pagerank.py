@@ -58,7 +58,7 @@ def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, dampin
     res = seraph.pagerank(graph, damping, tolerance, 2000, personalization, device=device,
                           **options)
     want = networkx_ranks(n, src, dst, damping, personalization)
-    assert res.ranks.dtype == np.float32 and res.ranks.shape == (n,)
+    assert res.ranks.dtype == np.float64 and res.ranks.shape == (n,)
     assert res.converged and res.delta < tolerance
     assert res.iterations == res.stats.rounds >= 1
     error = np.abs(res.ranks - want).sum()
@@ -192,12 +192,13 @@ def test_the_verifier_rejects_a_perturbed_answer():
 
 
 def test_a_budget_counts_the_vectors(device):
-    """The layout counts PageRank's three vectors besides its values; a budget one byte
-    short of the state and two slots is refused."""
+    """The layout counts PageRank's float64 values and its three float64 vectors (operand,
+    accumulator, scales); a budget one byte short of the state and two slots is
+    refused."""
     graph = build(50, list(range(49)), list(range(1, 50)), page_edges=8)
     plain = Layout.plan(graph, False, None, weights=False)
     state = Layout.for_run(graph, pagerank.SPEC, "none", None).state_bytes
-    assert state == plain.state_bytes + 3 * 4 * graph.num_vertices
+    assert state == plain.state_bytes + (4 + 3 * 8) * graph.num_vertices
     with pytest.raises(seraph.DeviceError, match="too small"):
         seraph.pagerank(graph, device=device, device_memory=slots_budget(graph, 2) - 1)
     seraph.pagerank(graph, device=device, device_memory=slots_budget(graph, 2))

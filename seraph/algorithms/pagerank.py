@@ -13,8 +13,10 @@ where ``D`` is the rank held by vertices without out-edges (dangling), spread as
 is, as networkx does. Duplicate edges and self-loops count as edges (out-degrees count
 them, as the CSR does). The run stops when the L1 change ``sum |x' - x|`` falls below
 ``tolerance`` (networkx compares with ``n * tol``), or after ``max_iterations``, which
-the result reports as not converged rather than raising. Ranks are float32; the sums over
-in-edges, the dangling rank and the L1 change are accumulated in float64.
+the result reports as not converged rather than raising. Ranks, shares and sums are
+float64: a float32 share, rounded every iteration, holds an iteration's change above
+about ``eps / (1 - damping)`` (3e-6 at damping 0.99), where a tolerance of 1e-6 never
+converges.
 
 - L. Page, S. Brin, R. Motwani, T. Winograd. The PageRank citation ranking: bringing
   order to the web. Stanford InfoLab, 1999.
@@ -45,9 +47,10 @@ from seraph.stats import RunStats, Trace
 
 #: Each vertex's 1 / outdeg (0 where it has no out-edges): the operand is x times it.
 SCALE = "scale"
-#: What float32 ranks add to the verifier's bounds: each rank is rounded a few times an
-#: iteration (the sum, the damping, the jump), a few float32 units of the total rank.
-FLOAT32_SLACK = 16 * float(np.finfo(np.float32).eps)
+#: What float64 rounding adds to the verifier's bounds: each rank is rounded a few times
+#: an iteration, a few float64 units of the total rank, scaled up by the contraction's
+#: ``1 / (1 - damping)`` at most a million.
+ROUNDING_SLACK = 1e6 * 16 * float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class PowerIteration:
             x.fill(0)
             x[self.personalization] = 1
         degrees = out_degrees(be.graph)
-        scale = np.zeros(n, dtype=np.float32)
+        scale = np.zeros(n, dtype=np.float64)
         np.divide(1.0, degrees, out=scale, where=degrees > 0)
         be.set_vector(SCALE, scale)
 
@@ -100,13 +103,14 @@ class PowerIteration:
 
 
 SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
-                 combine=SUM, vectors=(OPERAND, ACCUMULATOR, SCALE),
+                 combine=SUM, vectors=tuple((name, np.dtype(np.float64))
+                                            for name in (OPERAND, ACCUMULATOR, SCALE)),
                  plan=PowerIteration().plan)
 
 
 @dataclass
 class PageRankResult:
-    ranks: np.ndarray  #: float32 rank of each vertex, summing to 1
+    ranks: np.ndarray  #: float64 rank of each vertex, summing to 1
     iterations: int  #: the iterations run
     delta: float  #: the last iteration's L1 change (below the tolerance if converged)
     stats: RunStats
@@ -143,7 +147,7 @@ def check_parameters(damping=0.85, tolerance=1e-6, max_iterations=100,
 def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iterations: int = 100,
              personalization: int | None = None, *, config: EngineConfig | None = None,
              **options) -> PageRankResult:
-    """PageRank by power iteration (float32 ranks summing to 1): stops once an iteration's
+    """PageRank by power iteration (float64 ranks summing to 1): stops once an iteration's
     L1 change is below ``tolerance``, or after ``max_iterations`` (then
     ``result.converged`` is False). ``personalization``: an input vertex id, where every
     jump (and the dangling vertices' rank) goes, for personalised PageRank.
@@ -204,8 +208,8 @@ def l1_bound(damping: float, tolerance: float) -> float:
     """How far (L1) a converged answer may be from the exact ranks: a step is a
     ``damping``-contraction in L1, so ranks whose residual ``|step(x) - x|`` is r lie
     within ``r / (1 - damping)`` of its fixpoint, and :func:`verify` accepts residuals up
-    to ``damping * tolerance`` plus float32's slack."""
-    return (damping * tolerance + FLOAT32_SLACK) / max(1 - damping, 1e-12)
+    to ``damping * tolerance`` plus float64 rounding's slack."""
+    return (damping * tolerance + ROUNDING_SLACK) / max(1 - damping, 1e-12)
 
 
 def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=None, *,
@@ -214,11 +218,11 @@ def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=Non
     """None if ``ranks`` are PageRank's within ``tolerance``, else what is wrong, in O(m)
     and independent of the engine: the ranks are finite and at least 0, they sum to 1,
     and one power-iteration step from them, computed in float64 page by page, moves them
-    by at most ``damping * tolerance`` plus float32's slack in L1.
+    by at most ``damping * tolerance`` plus float64 rounding's slack in L1.
 
     Why that bound: a step is a ``damping``-contraction in L1, so once an iteration's
     change is below ``tolerance`` the next step moves its ranks by less than ``damping *
-    tolerance``; the ranks are float32, rounded a few times a step (:data:`FLOAT32_SLACK`).
+    tolerance``; the ranks are rounded a few times a step (:data:`ROUNDING_SLACK`).
     ``personalization`` is a store vertex."""
     n = graph.num_vertices
     x = np.ascontiguousarray(ranks, dtype=np.float64)
@@ -229,7 +233,7 @@ def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=Non
     if found or n == 0:
         return found
     total = float(x.sum())
-    if abs(total - 1) > FLOAT32_SLACK:
+    if abs(total - 1) > ROUNDING_SLACK:
         return f"the ranks sum to {total:.9g}, not 1"
     indptr = graph.array("csc/indptr")
     degrees = np.zeros(n, dtype=np.int64)
@@ -242,11 +246,11 @@ def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=Non
     p = np.full(n, 1 / n) if personalization is None else np.eye(1, n, personalization)[0]
     step = damping * (sums + x[degrees == 0].sum() * p) + (1 - damping) * p
     residual = float(np.abs(step - x).sum())
-    bound = damping * tolerance + FLOAT32_SLACK
+    bound = damping * tolerance + ROUNDING_SLACK
     if residual <= bound:
         return None
     return (f"one power-iteration step moves the ranks by {residual:.3g} in L1, more than "
-            f"damping * tolerance + float32 slack = {bound:.3g}")
+            f"damping * tolerance + rounding slack = {bound:.3g}")
 
 
 @njit(cache=True)

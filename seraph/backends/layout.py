@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from seraph.backends.caches import graph_hub_chunks
 from seraph.errors import DeviceError
 from seraph.predictors import WITH_DIAGRAM
@@ -50,14 +52,14 @@ class Layout:
 
     @classmethod
     def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None,
-             lightest: bool = False, vector_bytes: int = 0) -> Layout:
+             lightest: bool = False, vector_bytes: int = 0, value_bytes: int = 4) -> Layout:
         """Slots for ``budget`` bytes (None: everything resident). ``weights`` says whether
         the algorithm reads edge weights (default: whenever the graph has them); BFS and CC
         do not, so their pages move and occupy half the bytes. ``lightest``: SSSP under the
         strong predictor, whose rule reads each vertex's lightest in-edge
         (:mod:`seraph.lightest`, one byte a vertex, when the graph has weights).
         ``vector_bytes``: the bytes a vertex of a summing program's own vectors
-        (:attr:`~seraph.spec.Algorithm.vectors`)."""
+        (:attr:`~seraph.spec.Algorithm.vectors`); ``value_bytes``: a value's."""
         weights = graph.weighted if weights is None else weights and graph.weighted
         lightest = lightest and graph.weighted
         n, pages = graph.num_vertices, graph.num_pages
@@ -65,15 +67,16 @@ class Layout:
         while (n >> block_shift) >= MAX_BLOCKS:
             block_shift += 1
         num_blocks = max(1, ((n - 1) >> block_shift) + 1)
-        # values 4, csc indptr 8, changed flag 1, weak state 1, plus block epochs; a
-        # directed graph's CSR indptr too (the out-edges of changed vertices are counted on
-        # the device; a symmetric graph's are the CSC's); the push phase's two lists and
-        # edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the hub chunk list (none on a graph
-        # without hubs); SSSP's lightest in-edge, one byte a vertex; and a summing
-        # program's vectors
+        # values (4 bytes, 8 for a float64 program's), csc indptr 8, changed flag 1, weak
+        # state 1, plus block epochs; a directed graph's CSR indptr too (the out-edges of
+        # changed vertices are counted on the device; a symmetric graph's are the CSC's);
+        # the push phase's two lists and edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the
+        # hub chunk list (none on a graph without hubs); SSSP's lightest in-edge, one byte a
+        # vertex; and a summing program's vectors
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
-        state = n * (4 + 1 + (1 if weak else 0) + (1 if lightest else 0) + vector_bytes) + \
+        per_vertex = value_bytes + 1 + (1 if weak else 0) + (1 if lightest else 0) + vector_bytes
+        state = n * per_vertex + \
             8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + DEVICE_SCRATCH + \
             PAGE_BYTES * (pages + 1) + \
             graph_hub_chunks(graph).nbytes
@@ -102,4 +105,5 @@ class Layout:
                         weights=algorithm.operator.weighted,
                         lightest=predictor in ("strong", "combined")
                         and algorithm.lightest_first,
-                        vector_bytes=len(algorithm.vectors) * algorithm.dtype.itemsize)
+                        vector_bytes=sum(np.dtype(t).itemsize for _, t in algorithm.vectors),
+                        value_bytes=algorithm.dtype.itemsize)

@@ -52,7 +52,7 @@ class CpuBackend(HostPush):
         self.indptr = indptr
         n, pe = graph.num_vertices, graph.page_edges
         self.values = np.empty(n, dtype=algorithm.dtype)
-        self.vectors = {name: np.zeros(n, dtype=algorithm.dtype) for name in algorithm.vectors}
+        self.vectors = {name: np.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
         self.changed = np.zeros(n, dtype=np.uint8)
         self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)

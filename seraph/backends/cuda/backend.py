@@ -415,8 +415,7 @@ class CudaBackend(HostPush):
                     self.slot_weights
             self.values = cp.empty(n, dtype=algorithm.dtype)
             # A summing program's vectors (the layout counts them).
-            self.vectors = {name: cp.zeros(n, dtype=algorithm.dtype)
-                            for name in algorithm.vectors}
+            self.vectors = {name: cp.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
@@ -617,7 +616,7 @@ class CudaBackend(HostPush):
         return self.compute_stream
 
     def set_vector(self, name: str, host: np.ndarray) -> None:
-        self.vector(name).set(np.ascontiguousarray(host, dtype=self.algorithm.dtype),
+        self.vector(name).set(np.ascontiguousarray(host, dtype=self.vector(name).dtype),
                               stream=self.compute_stream)
 
     def _read_status(self) -> np.ndarray:

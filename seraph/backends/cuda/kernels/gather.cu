@@ -26,11 +26,11 @@ __device__ __forceinline__ double group_sum(double x, int width, unsigned mask) 
 __device__ __forceinline__ void sum_edges(long long v, long long lo, long long hi,
                                           long long shift, int glane, int width, unsigned mask,
                                           const int* __restrict__ indices,
-                                          const float* __restrict__ operand, float* into) {
+                                          const double* __restrict__ operand, double* into) {
     double total = 0.0;
     for (long long i = lo + glane; i < hi; i += width) total += operand[indices[i + shift]];
     total = group_sum(total, width, mask);
-    if (glane == 0) atomicAdd(&into[v], (float)total);
+    if (glane == 0) atomicAdd(&into[v], total);
 }
 
 __global__ void gather_sum(GATHER_SUM_PARAMS) {

@@ -52,7 +52,8 @@ VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.int32): "int",
                np.dtype(np.float32): "float"}
 #: The numpy type of each C scalar type a parameter may have.
 SCALARS = {"unsigned char": np.uint8, "int": np.int32, "unsigned int": np.uint32,
-           "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32}
+           "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32,
+           "double": np.float64}
 
 
 def constants() -> dict[str, int]:
@@ -155,7 +156,7 @@ KERNELS = {
         "const long long* chunk_prefix", "int num_window_pages", "const long long* page_first",
         "long long page_edges", "long long num_edges", "const long long* indptr",
         "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges",
-        "const int* indices", "const float* operand", "float* into", "int light_lanes",
+        "const int* indices", "const double* operand", "double* into", "int light_lanes",
         "long long heavy_edges")),
 }
 
