@@ -31,7 +31,10 @@ wall time, in the JSON). EMOGI runs zero-copy (``-m 2``) with ``-t 2`` and, by d
 ``--subway-mode`` (async) programs with its device edge buffer capped to
 ``--budget-fraction`` of its edges (and at least the largest degree, or it cannot
 partition), through the knob peers.py patches in; ``--no-subway-cap`` leaves its own rule
-(0.9 of the card).
+(0.9 of the card). EMOGI is not started where its managed allocation (its edges, SSSP's
+weights) would pass 0.9 of the card's free memory: asking for more can hang the GPU.
+Before each peer run CuPy's pools give back the blocks Seraph's calls left free (the
+graph's device cache, within the budget, stays, as it does between Seraph's calls).
 
 Checks, all outside the timed calls: BFS, CC, SSSP and SSWP answers of every system by the
 algorithm's verifier (``Entry.verify``; the peers' CC labels are compared as classes); each
@@ -104,6 +107,8 @@ def program(system: str, alg: str, args) -> str:
 
 
 def source_commit(path: Path) -> str | None:
+    if not (path / ".git").exists():
+        return None  # git would answer with the enclosing repository's commit
     try:
         return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -242,6 +247,8 @@ def seraph_call(graph, alg: str, source, budget: int, args, record: Record, refe
     if alg == "pagerank":
         options.update(damping=args.damping, tolerance=args.tolerance,
                        max_iterations=args.max_iterations)
+        if args.pagerank_method:
+            options["method"] = args.pagerank_method
     result = seraph.run(graph, alg, entry.source_for(source), **options)
     stats = result.stats
     s = graph.vertex_index(source) if entry.needs_source else None
@@ -271,6 +278,11 @@ def peer_call(system: str, graph, alg: str, source, args, binaries: dict, inputs
     timeout = min(args.peer_timeout, max(1.0, clock.left() or args.peer_timeout))
     bench_gpu.free_device_memory(args.device, collect=False)  # the peer needs the card
     binary = binaries[system][alg]
+    where = f"{NAMES[system]} {alg}" + (f" from {source}" if s is not None else "")
+    if system == peers.EMOGI and (refused := managed_too_large(graph, alg, args)):
+        record.calls += 1
+        record.failed.append(f"{where}: not run: {refused}")
+        return
     if system == peers.EMOGI:
         run = peers.run_emogi(binary, inputs.get(system, alg in WEIGHTED), alg, s,
                               timeout=timeout, damping=args.damping,
@@ -280,7 +292,6 @@ def peer_call(system: str, graph, alg: str, source, args, binaries: dict, inputs
         cap = None if args.no_subway_cap else subway_cap(graph, args.budget_fraction)
         run = peers.run_subway(binary, inputs.get(system, alg in WEIGHTED), alg, s,
                                timeout=timeout, partition_edges=cap, answer_dir=work)
-    where = f"{NAMES[system]} {alg}" + (f" from {source}" if s is not None else "")
     if run.failed:
         record.calls += 1
         record.failed.append(f"{where} ({run.program}): {run.failed}")
@@ -295,6 +306,22 @@ def peer_call(system: str, graph, alg: str, source, args, binaries: dict, inputs
 
         answer = component_labels(graph, answer)  # smallest member, as input ids
     check_answer(graph, alg, answer, s, record, where, reference, args)
+
+
+def managed_too_large(graph, alg: str, args) -> str | None:
+    """Why EMOGI must not run, or None: it takes its edges (and SSSP's weights) in managed
+    memory, and asking for more than the card has free can hang the GPU, not only EMOGI."""
+    try:
+        import cupy as cp
+
+        free, _ = cp.cuda.runtime.memGetInfo()
+    except Exception:  # no CuPy or no GPU: EMOGI fails on its own, harmlessly
+        return None
+    managed = graph.num_edges * (args.emogi_edges + (4 if alg == "sssp" else 0))
+    if managed <= 0.9 * free:
+        return None
+    return (f"its managed allocation of {benchlib.size(managed)} is over 0.9 of the card's "
+            f"free {benchlib.size(free)} (more can hang the GPU)")
 
 
 def run_cell(graph, name: str, alg: str, sources: list, args, built: dict, inputs: Inputs,
@@ -454,7 +481,9 @@ def report(results: dict, info: dict, command: str, args, built: dict) -> str:
         f"- {cap}; EMOGI zero-copy (`-m 2 -t 2`), {args.emogi_edges}-byte edges",
         f"- Budget: vertex state + {args.budget_fraction:g} of the algorithm's page bytes; "
         f"PageRank: damping {args.damping:g}, tolerance {args.tolerance:g}, at most "
-        f"{args.max_iterations} iterations (Subway's `pr`: 0.85 and its own 0.01 threshold)",
+        f"{args.max_iterations} iterations"
+        + (f", Seraph's method {args.pagerank_method}" if args.pagerank_method else "")
+        + " (Subway's `pr`: 0.85 and its own 0.01 threshold)",
         "", "## Graphs", "",
         benchlib.markdown_table(["graph", "vertices", "stored edges", "built (s)",
                                  "peer inputs"], graphs, [False, True, True, True, False]),
@@ -509,6 +538,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tolerance", type=float, default=1e-6,
                    help="PageRank: Seraph's L1 change, EMOGI's residual threshold")
     p.add_argument("--max-iterations", type=int, default=100)
+    p.add_argument("--pagerank-method", default=None,
+                   help="passed to seraph.pagerank as method= (e.g. delta); default: none "
+                        "passed, the API's own")
     p.add_argument("--peers-dir", default=str(REPO / ".peers"),
                    help="where EMOGI/ and Subway/ are cloned (never committed)")
     p.add_argument("--build-dir", default=str(REPO / "build" / "peers"))

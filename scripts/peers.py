@@ -66,6 +66,7 @@ allocation happens to hold its degree; a check that fails there is Subway's.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -168,8 +169,11 @@ def build(peers_dir: str | Path, out_dir: str | Path, *, arch: str = "sm_90",
         if not (peers_dir / name / "Makefile").is_file():
             raise PeerMissing(f"no {name} sources in {peers_dir / name}: clone {url} there "
                             "(it stays out of git: .peers/ is ignored)")
-    if shutil.which("nvcc") is None:
-        raise PeerMissing("nvcc is not on the PATH: the peers are CUDA programs")
+    for tool in ("nvcc", "make"):
+        if shutil.which(tool) is None:
+            raise PeerMissing(f"{tool} is not on the PATH: the peers are CUDA programs built "
+                              "by their Makefiles (or build them elsewhere with "
+                              "`python scripts/peers.py` and bring the build directory)")
     jobs = jobs or os.cpu_count() or 1
     built = {}
     for system in systems:
@@ -196,6 +200,8 @@ def _cached_build(system, src: Path, out: Path, arch: str, jobs: int, maker, log
     missing = [p for p, b in binaries.items() if not b.is_file()]
     if missing:
         raise PeerError(f"{UPSTREAM[system][0]}'s build made no {', '.join(missing)}")
+    for obj in work.rglob("*.o"):
+        obj.unlink()  # a rebuild starts from a fresh copy: only the programs are kept
     (out / "stamp.json").write_text(stamp)
     log(f"built {UPSTREAM[system][0]} in {time.perf_counter() - start:.0f} s")
     return binaries
@@ -518,3 +524,27 @@ def to_seraph(algorithm: str, raw: np.ndarray, source: int | None = None) -> np.
         total = ranks.sum()
         return ranks / total if total > 0 else ranks
     raise ValueError(f"no peer answer convention for {algorithm}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Builds the peers (a build directory made on one x86-64 machine with the same CUDA
+    serves another: the benchmark reuses it while the sources and flags are unchanged)."""
+    repo = Path(__file__).resolve().parent.parent
+    p = argparse.ArgumentParser(description=main.__doc__.split("(")[0].strip())
+    p.add_argument("--peers-dir", default=str(repo / ".peers"))
+    p.add_argument("--build-dir", default=str(repo / "build" / "peers"))
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--jobs", type=int, default=None)
+    args = p.parse_args(argv)
+    try:
+        built = build(args.peers_dir, args.build_dir, arch=args.arch, jobs=args.jobs)
+    except PeerError as e:
+        print(f"peers: {e}")
+        return 1
+    for system, programs in built.items():
+        print(f"{UPSTREAM[system][0]}: {' '.join(str(b) for b in programs.values())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

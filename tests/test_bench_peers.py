@@ -217,6 +217,84 @@ def test_cpu_path_with_the_peers_absent(tmp_path, capsys):
     assert payload["peers"]["programs"] == {}
 
 
+#: Stand-ins that compute the answer from the files written for them, as the real peers
+#: would (BFS levels, CC labels by some member); Subway's BFS gets one vertex wrong.
+FAKE_PEER = """#!{python}
+import os, sys
+from collections import deque
+import numpy as np
+name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+if name.endswith("_32"):
+    base = args[args.index("-f") + 1]
+    indptr = np.fromfile(base + ".col", np.uint64)[2:].astype(np.int64)
+    heads = np.fromfile(base + ".dst", np.uint64)[2:].astype(np.int64)
+    unreached, out = 0xFFFFFFFF, os.environ["EMOGI_ANSWER"]
+    source = int(args[args.index("-r") + 1]) if "-r" in args else None
+else:
+    data = np.fromfile(args[args.index("--input") + 1], np.uint32).astype(np.int64)
+    n, m = data[0], data[1]
+    indptr, heads = np.append(data[2:2 + n], m), data[2 + n:]
+    unreached, out = 0xFFFFFFFE, args[args.index("--output") + 1]
+    source = int(args[args.index("--source") + 1]) if "--source" in args else None
+n = len(indptr) - 1
+if name.startswith("bfs"):
+    values = np.full(n, unreached, np.uint32)
+    values[source], queue = 0, deque([source])
+    while queue:
+        u = queue.popleft()
+        for v in heads[indptr[u]:indptr[u + 1]]:
+            if values[v] == unreached:
+                values[v] = values[u] + 1
+                queue.append(v)
+    if name.startswith("bfs-"):
+        values[np.argmax(values * (values < unreached))] += 1
+    print("run   0: src 0, iteration 3, time 1.0 ms" if name.endswith("_32") else
+          "Processing finished in 0.002 (s).")
+else:
+    labels = np.arange(n)
+    changed = True
+    while changed:  # the largest member, to show that classes, not labels, are checked
+        changed = False
+        for u in range(n):
+            for v in heads[indptr[u]:indptr[u + 1]]:
+                if labels[v] < labels[u]:
+                    labels[v], changed = labels[u], True
+    values = labels.astype(np.uint64 if name.endswith("_32") else np.uint32)
+    print("total time: 2.0 ms" if name.endswith("_32") else "Processing finished in 0.004 (s).")
+values.tofile(out)
+"""
+
+
+def test_peer_answers_are_checked_and_a_wrong_one_is_reported(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fakes = {}
+    for system, programs in ((peers.EMOGI, ("bfs_32", "cc_32", "sssp_32", "pagerank_32")),
+                             (peers.SUBWAY, ("bfs-async", "cc-async", "sssp-async",
+                                             "sswp-async", "pr-async"))):
+        fakes[system] = {}
+        for name in programs:
+            path = folder / name
+            path.write_text(FAKE_PEER.format(python=sys.executable))
+            path.chmod(path.stat().st_mode | stat.S_IEXEC)
+            fakes[system][name] = path
+    monkeypatch.setattr(peers, "build", lambda *a, systems, **k: {systems[0]: fakes[systems[0]]})
+    out_json = tmp_path / "p.json"
+    assert bench_peers.main(["--device", "cpu", "--graphs", "grid", "--grid-side", "5",
+                             "--algorithms", "bfs", "cc", "--sources", "2", "--workdir",
+                             str(tmp_path / "work"), "--json-out", str(out_json),
+                             "--md-out", ""]) == 0  # a peer's wrong answer is its own
+    report = capsys.readouterr().out
+    assert "EMOGI: checked 2 of 2; Subway: checked 2 of 2, 2 WRONG" in report
+    cells = json.loads(out_json.read_text())["cells"]
+    for cell in cells:
+        emogi, subway = cell["systems"][peers.EMOGI], cell["systems"][peers.SUBWAY]
+        assert emogi["ok"] and emogi["n"] == 2 and emogi["checked"] == 2
+        assert subway["times"] == [0.002, 0.002] if cell["algorithm"] == "bfs" else \
+            subway["ok"] and subway["times"] == [0.004, 0.004]
+    assert not list((tmp_path / "work" / "peer-inputs").iterdir())  # dropped after the graph
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--sources", "0"], "--sources must be at least 1"),
     (["--budget-fraction", "0"], "--budget-fraction must be in"),
