@@ -41,17 +41,19 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def three_slots() -> Callable[[Path], str]:
-    """``three_slots(store)``: a memory budget (bytes, as the CLI takes it) for the store's
-    vertex state, the largest any algorithm and predictor needs, and three page slots with
-    weights, so that pages move."""
+def three_slots() -> Callable[..., str]:
+    """``three_slots(store, algorithm="sssp")``: a memory budget (bytes, as the CLI takes
+    it) for the store's vertex state, the largest the algorithm needs under any predictor,
+    and three of its page slots, so that pages move."""
     import seraph
+    from seraph.algorithms import get
     from seraph.backends.layout import Layout
 
-    def budget(store: Path) -> str:
-        layout = Layout.plan(seraph.open_graph(store), True, None, weights=True,
-                             lightest=True)
-        return str(layout.state_bytes + 3 * layout.slot_bytes)
+    def budget(store: Path, algorithm: str = "sssp") -> str:
+        graph, spec = seraph.open_graph(store), get(algorithm).spec
+        layouts = [Layout.for_run(graph, spec, predictor, None)
+                   for predictor in ("combined", "strong", "none")]
+        return str(max(la.state_bytes for la in layouts) + 3 * layouts[0].slot_bytes)
 
     return budget
 

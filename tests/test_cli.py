@@ -55,11 +55,11 @@ def test_run_validates_and_writes_outputs(rmat_store, tmp_path, capsys, algorith
     hub = int(np.argmax(seraph.open_graph(rmat_store).out_degrees()))
     # CC by label propagation, whose rounds move pages (union-find reads the host's CSC).
     source = (["--source", str(hub)] if ALGORITHMS[algorithm].needs_source
-              else ["--components", "propagation"])
+              else ["--components", "propagation"] if algorithm == "cc" else [])
     # Three of the eleven page slots.
     code = main(["run", algorithm, str(rmat_store), *source, "--device", device,
-                 "--gpu-memory", three_slots(rmat_store), "--push-alpha", "0", "--validate",
-                 "--json", "--output", str(out), "--trace", str(trace)])
+                 "--gpu-memory", three_slots(rmat_store, algorithm), "--push-alpha", "0",
+                 "--validate", "--json", "--output", str(out), "--trace", str(trace)])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["validation"] == "ok" and report["stats"]["device"] == device
     assert report["stats"]["pages_transferred"] > 0 and not report["stats"]["resident"]

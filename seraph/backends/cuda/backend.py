@@ -57,7 +57,7 @@ from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.spec import Output
+from seraph.spec import MIN, Output
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
@@ -366,20 +366,22 @@ class CudaBackend(HostPush):
         csc_indptr, indices, weights = graph.csc()
         n, pe = graph.num_vertices, graph.page_edges
         dtype, op = algorithm.dtype, algorithm.operator
-        self._kernel = _kernel("pull_window", op)
-        self._bottom_up_kernel = _kernel("pull_unsettled", op)
-        self._push_loop = _kernel("push_loop", op, cooperative=True)
-        self._push_grid = min(MAX_PUSH_BLOCKS, _co_resident_blocks(self._push_loop.function))
+        # SSSP's pulls stop at the first in-edge too heavy to help where rows are
+        # listed lightest first.
+        self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
+        if algorithm.combine == MIN:  # a summing program's one kernel is gather_sum
+            self._kernel = _kernel("pull_window", op)
+            self._bottom_up_kernel = _kernel("pull_unsettled", op)
+            self._push_loop = _kernel("push_loop", op, cooperative=True)
+            self._push_grid = min(MAX_PUSH_BLOCKS,
+                                  _co_resident_blocks(self._push_loop.function))
+            self._persistent = _kernel("pull_persistent", op, cooperative=True)
+            self._persistent_grid = _co_resident_blocks(self._persistent.function)
         # Near-far's bucket width where the operator's pushes go in bins (the CPU engine's
         # delta-stepping width); the others push in plain rounds.
         self._delta = dtype.type(
             graph_cached(graph, "push_delta", lambda: default_delta(csc_indptr, weights))
             if algorithm.operator.binned and weights is not None else algorithm.inf)
-        # SSSP's pulls stop at the first in-edge too heavy to help where rows are
-        # listed lightest first.
-        self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
-        self._persistent = _kernel("pull_persistent", op, cooperative=True)
-        self._persistent_grid = _co_resident_blocks(self._persistent.function)
         self.copy_stream = cp.cuda.Stream(non_blocking=True)
         self.compute_stream = cp.cuda.Stream(non_blocking=True)
         weights = weights if layout.weights else None  # BFS and CC never read them
