@@ -369,6 +369,7 @@ class CudaBackend(HostPush):
         # SSSP's pulls stop at the first in-edge too heavy to help where rows are
         # listed lightest first.
         self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
+        self._push_grid = self._persistent_grid = 0  # no push loop, no persistent sweep
         if algorithm.combine == MIN:  # a summing program's one kernel is gather_sum
             self._kernel = _kernel("pull_window", op)
             self._bottom_up_kernel = _kernel("pull_unsettled", op)
