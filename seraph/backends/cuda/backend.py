@@ -751,12 +751,17 @@ class CudaBackend(HostPush):
             else:
                 _iota(self.values)  # in place: cp.arange would hold a second copy
 
+    @property
+    def _pinned_pool(self) -> str:
+        """The graph's pool of pinned value buffers of this run's value size."""
+        return f"pinned values, {self.algorithm.dtype.itemsize} bytes"
+
     def host_values(self) -> np.ndarray:
         # Pinned, so the values cross at full PCIe speed; allocating pinned memory takes
         # longer than the copy, so the buffer is kept with the graph for its next run.
         if self._host is None:
-            self._host = take_pooled(self.graph, "pinned_values", lambda: cupyx.empty_pinned(
-                self.graph.num_vertices, dtype=np.uint32))
+            self._host = take_pooled(self.graph, self._pinned_pool, lambda: cupyx.empty_pinned(
+                self.graph.num_vertices, dtype=self.algorithm.dtype))
         host = self._host.view(self.algorithm.dtype)
         self.values.get(stream=self.compute_stream, out=host)
         return host
@@ -936,7 +941,7 @@ class CudaBackend(HostPush):
     def close(self) -> None:
         super().close()
         if self._host is not None:
-            hand_back(self.graph, "pinned_values", self._host)
+            hand_back(self.graph, self._pinned_pool, self._host)
             self._host = None
         self.copy_stream.synchronize()
         self.compute_stream.synchronize()
