@@ -46,6 +46,11 @@ def operands(weights: np.ndarray | None, op: int) -> np.ndarray | None:
     return width_codes(weights) if op == WIDTH and weights is not None else weights
 
 
+def operand_dtype(op: int) -> np.dtype:
+    """The dtype of :func:`operands` for the edge operator ``op``."""
+    return np.dtype(np.int32 if op == WIDTH else np.float32)
+
+
 def graph_operands(graph, op: int, rows: str) -> np.ndarray | None:
     """:func:`operands` of the graph's ``rows`` ("csc" or "csr") weights (built once per
     graph where they differ from the weights)."""

@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
 from seraph.backends.base import BottomUpResult, SweepResult
-from seraph.backends.caches import graph_operands, operands, out_degrees
+from seraph.backends.caches import graph_operands, operand_dtype, operands, out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.gather import gather_pages
 from seraph.backends.cpu.host_push import HostPush
@@ -66,7 +66,7 @@ class CpuBackend(HostPush):
                 if layout.weights else self._no_weights
         else:
             self.slot_indices = np.zeros(layout.num_slots * pe, dtype=np.int32)
-            dtype = operands(self._no_weights, algorithm.op).dtype
+            dtype = operand_dtype(algorithm.op)
             self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=dtype)
                                  if layout.weights else self._no_weights)
         # SSSP's pulls stop at the first in-edge too heavy to help where rows are listed

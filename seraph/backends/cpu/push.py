@@ -38,7 +38,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.caches import max_out_degree, operands
+from seraph.backends.caches import max_out_degree, operand_dtype
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_store, atomic_xchg
 from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import offer
@@ -454,7 +454,7 @@ def _edge_weights(indices: np.ndarray, weights: np.ndarray | None, values: np.nd
         raise ValueError(f"edge operator {op} relaxes {dtype} values, got {values.dtype}")
     if not OPERATORS[op].weighted:
         return np.array([1 if op == HOP else 0], dtype=dtype), 0
-    want = operands(np.zeros(0, np.float32), op).dtype
+    want = operand_dtype(op)
     if weights is None or weights.dtype != want or len(weights) != len(indices):
         raise ValueError(f"edge operator {op} needs {want} operands, one per edge")
     return weights, 1
