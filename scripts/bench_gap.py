@@ -2,22 +2,29 @@
 sources, the two alternated source by source so that both see the same load.
 
     python scripts/bench_gap.py --gap-dir DIR [--kinds rmat uniform] [--scale 20]
-        [--sources 8] [--repeat 2] [--workdir DIR] [--json-out FILE] [--md-out FILE]
+        [--algorithms bfs cc sssp pagerank] [--tolerance 1e-4] [--sources 8] [--repeat 2]
+        [--workdir DIR] [--json-out FILE] [--md-out FILE]
 
 GAP (github.com/sbeamer/gapbs) is not part of Seraph: build it in ``--gap-dir`` first
-(``make bfs cc sssp converter``). Each graph is ``benchlib.generated(kind, scale,
+(``make bfs cc sssp pr converter``). Each graph is ``benchlib.generated(kind, scale,
 gap_weights())``: edge factor 16, seed 1, symmetrized, GAP's weights (integers 1..255),
 not relabelled, so a store vertex is GAP's ``-r``. It is written as a GAP weighted edge
 list with each undirected edge once, and GAP's converter symmetrizes it back (``-s``)
 into ``.sg`` (BFS, CC) and ``.wsg`` (SSSP) files, kept in ``--workdir``.
 
-Sources: ``--sources`` random non-isolated vertices (seed 0); CC, which takes none, runs
-as many times. Each source runs ``--repeat`` times, GAP then Seraph in turn, and each
-system's fastest is kept: GAP's "Trial Time" (one process a source, ``-n 1``, the graph
-loaded before the trial; SSSP with ``-d 2``, the delta of GAP's own benchmark for kron
-and urand), Seraph's public call (``stats.call_time``) after a first call reported apart.
-GAP runs on as many OpenMP threads as numba has. Every Seraph answer is checked by its
-verifier (outside the timed call), GAP's first answer by its own ``-v``.
+Sources: ``--sources`` random non-isolated vertices (seed 0); CC and PageRank, which take
+none, run as many times. PageRank: both stop once an iteration's L1 change is below
+``--tolerance`` (GAP's ``-t``; its default, 1e-4, is this one's), at most 100 iterations;
+GAP's ``pr`` is a float32 Gauss-Seidel pull that leaves dangling rank out, Seraph's a
+float64 power iteration with networkx's conventions, so their answers differ by more than
+the tolerance and each is checked on its own terms.
+
+Each source runs ``--repeat`` times, GAP then Seraph in turn, and each system's fastest
+is kept: GAP's "Trial Time" (one process a source, ``-n 1``, the graph loaded before the
+trial; SSSP with ``-d 2``, the delta of GAP's own benchmark for kron and urand), Seraph's
+public call (``stats.call_time``) after a first call reported apart. GAP runs on as many
+OpenMP threads as numba has. Every Seraph answer is checked by its verifier (outside the
+timed call), GAP's first answer by its own ``-v``.
 """
 
 from __future__ import annotations
@@ -34,8 +41,8 @@ import numpy as np
 
 KINDS = ("rmat", "uniform")
 #: GAP's kernel, graph file and extra options per algorithm.
-GAP = {"bfs": ("bfs", "sg", []), "cc": ("cc", "sg", []), "sssp": ("sssp", "wsg", ["-d", "2"])}
-RESULT = {"bfs": "levels", "cc": "labels", "sssp": "distances"}
+GAP = {"bfs": ("bfs", "sg", []), "cc": ("cc", "sg", []), "sssp": ("sssp", "wsg", ["-d", "2"]),
+       "pagerank": ("pr", "sg", ["-i", "100"])}
 TRIAL = re.compile(r"^Trial Time:\s+([0-9.]+)", re.M)
 
 
@@ -57,10 +64,11 @@ def gap_files(graph, name: str, gap_dir: Path, work: Path) -> dict[str, Path]:
 
 
 def gap_call(gap_dir: Path, files: dict, alg: str, source: int | None, threads: int,
-             verify: bool = False) -> tuple[float, bool | None]:
+             tolerance: float, verify: bool = False) -> tuple[float, bool | None]:
     """GAP's trial time for one source, and its own verification's verdict if asked."""
     kernel, form, extra = GAP[alg]
     cmd = [str(gap_dir / kernel), "-f", str(files[form]), "-n", "1", *extra]
+    cmd += ["-t", repr(tolerance)] if alg == "pagerank" else []
     cmd += ["-r", str(source)] if source is not None else []
     cmd += ["-v"] if verify else []
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
@@ -70,7 +78,7 @@ def gap_call(gap_dir: Path, files: dict, alg: str, source: int | None, threads: 
 
 
 def cells_of(kind: str, args) -> list[dict]:
-    """BFS, CC and SSSP on one graph class, both systems."""
+    """``--algorithms`` on one graph class, both systems."""
     import numba
 
     import seraph
@@ -84,19 +92,22 @@ def cells_of(kind: str, args) -> list[dict]:
     threads = numba.config.NUMBA_NUM_THREADS
     picked = random_sources(graph, args.sources, 0)
     cells = []
-    for alg in ("bfs", "cc", "sssp"):
+    for alg in args.algorithms:
         sources = picked if get(alg).needs_source else [None] * args.sources
+        options = {"tolerance": args.tolerance} if alg == "pagerank" else {}
         checks = benchlib.Checks()
-        first = seraph.run(graph, alg, sources[0], device="cpu")
-        checks.call(graph, alg, sources[0], first, None)
-        _, gap_ok = gap_call(Path(args.gap_dir), files, alg, sources[0], threads, True)
+        first = seraph.run(graph, alg, sources[0], device="cpu", **options)
+        checks.call(graph, alg, sources[0], first, None, **options)
+        _, gap_ok = gap_call(Path(args.gap_dir), files, alg, sources[0], threads,
+                             args.tolerance, True)
         gap_times, seraph_times = [], []
         for source in sources:
             gap, ours = [], []
             for _ in range(args.repeat):
-                gap.append(gap_call(Path(args.gap_dir), files, alg, source, threads)[0])
-                result = seraph.run(graph, alg, source, device="cpu")
-                checks.call(graph, alg, source, result, None)  # outside the timed call
+                gap.append(gap_call(Path(args.gap_dir), files, alg, source, threads,
+                                    args.tolerance)[0])
+                result = seraph.run(graph, alg, source, device="cpu", **options)
+                checks.call(graph, alg, source, result, None, **options)  # not timed
                 ours.append(result.stats.call_time)
             gap_times.append(min(gap))
             seraph_times.append(min(ours))
@@ -138,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gap-dir", required=True, help="where GAP's bfs, cc, sssp and converter are")
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    p.add_argument("--algorithms", nargs="+", default=list(GAP), choices=list(GAP))
+    p.add_argument("--tolerance", type=float, default=1e-4,
+                   help="PageRank's L1 change to stop at, both systems (GAP's default)")
     p.add_argument("--scale", type=int, default=20)
     p.add_argument("--sources", type=int, default=8)
     p.add_argument("--repeat", type=int, default=2)
@@ -147,11 +161,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="default docs/benchmarks/cpu-vs-gap.md; '' for none")
     p.set_defaults(device="cpu")  # GAP's side is CPU-only, and so is this comparison
     args = p.parse_args(argv)
-    missing = [k for k in ("bfs", "cc", "sssp", "converter")
-               if not (Path(args.gap_dir) / k).is_file()]
+    needed = [GAP[a][0] for a in args.algorithms] + ["converter"]
+    missing = [k for k in needed if not (Path(args.gap_dir) / k).is_file()]
     if missing:
         p.error(f"--gap-dir {args.gap_dir} lacks GAP's {', '.join(missing)}: build them there "
-                "with `make bfs cc sssp converter`")
+                f"with `make {' '.join(needed)}`")
     md_out = benchlib.DOCS / "cpu-vs-gap.md" if args.md_out is None else (args.md_out or None)
     with benchlib.workdir(args.workdir) as work:
         args.work = str(work)

@@ -180,16 +180,17 @@ class Checks:
         self.peaks: list[tuple[int | None, int | None]] = []
 
     def call(self, graph, algorithm: str, source: int | None, result,
-             budget: int | None) -> None:
+             budget: int | None, **options) -> None:
         """Checks one call's ``result`` (``source`` an input id, None for CC), run under
-        ``budget`` bytes of device memory (None: no cap)."""
+        ``budget`` bytes of device memory (None: no cap); ``options`` are the algorithm's
+        own of the call (PageRank's tolerance, ...)."""
         from seraph.algorithms import get
         from seraph.validate import verify
 
         start = time.perf_counter()
         s = graph.vertex_index(source) if get(algorithm).needs_source else None
         verdict = verify(graph, algorithm, result.values, s,
-                         getattr(result, "predecessors", None))
+                         getattr(result, "predecessors", None), **options)
         self.seconds += time.perf_counter() - start
         self.checked += 1
         where = f"{algorithm} from {source}" if source is not None else algorithm
