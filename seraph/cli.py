@@ -706,8 +706,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "rule cannot decide)")
     p.add_argument("--diagram", default=None,
                    help="weak-predictor diagram, a name or TOML file; refused with --predictor "
-                        "strong or none (default: seraph, when the predictor is weak or "
-                        "combined)")
+                        "strong or none (default, when the predictor is weak or combined: "
+                        "seraph; weak-delta for pagerank --method delta)")
     p.add_argument("--push-alpha", type=float, default=None,
                    help="push engine when frontier out-edges < m/alpha; 0 disables (default: "
                         "20; 2 for SSSP on the CPU)")

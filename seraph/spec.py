@@ -123,6 +123,8 @@ class Algorithm:
     #: A summing program whose rounds recompute each attempted vertex's sum (None: one
     #: that iterates, its plan summing every page once an iteration).
     recompute: Recompute | None = None
+    #: The weak predictor's diagram when the run names none (a name in configs/).
+    default_diagram: str = "weak-seraph"
     #: SSSP's specialisation: each row's in-edges are read lightest first, a pull stops at
     #: the first in-edge whose weight alone reaches its best, and the strong rule adds each
     #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.

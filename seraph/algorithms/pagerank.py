@@ -178,7 +178,7 @@ SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
 #: PageRank-delta's spec: its rule's parameters are each run's (:meth:`Delta.plan`). auto
 #: runs it without a predictor: the weak one was measured to read about as many edges in
 #: more rounds (docs/benchmarks/predictors-pagerank-delta-cpu.md).
-DELTA = replace(SPEC, default_predictor="none",
+DELTA = replace(SPEC, default_predictor="none", default_diagram="weak-delta",
                 vectors=((OPERAND, _FLOAT64), (SCALE, _FLOAT64)),
                 recompute=Recompute(eps=0.5e-6, factor=0.85), plan=Delta().plan)
 
