@@ -57,7 +57,7 @@ from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.spec import MIN, Output
+from seraph.spec import MIN, OPERAND, SCALE, Output
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
@@ -370,7 +370,9 @@ class CudaBackend(HostPush):
         # listed lightest first.
         self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
         self._push_grid = self._persistent_grid = 0  # no push loop, no persistent sweep
-        if algorithm.combine == MIN:  # a summing program's one kernel is gather_sum
+        if algorithm.recompute is not None:  # its sweeps recompute sums (gather.cu)
+            self._kernel = _kernel("recompute_window", op)
+        elif algorithm.combine == MIN:  # an iterating summing program's kernel is gather_sum
             self._kernel = _kernel("pull_window", op)
             self._bottom_up_kernel = _kernel("pull_unsettled", op)
             self._push_loop = _kernel("push_loop", op, cooperative=True)
@@ -417,8 +419,13 @@ class CudaBackend(HostPush):
                 self._csc_weights = _mapped(graph, weights) if weights is not None else \
                     self.slot_weights
             self.values = cp.empty(n, dtype=algorithm.dtype)
-            # A summing program's vectors (the layout counts them).
+            # A summing program's vectors (the layout counts them), and a recomputing one's
+            # partial sums: two a page, one a hub chunk.
             self.vectors = {name: cp.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
+            pieces = (2 * graph.num_pages, len(self._hubs.chunks)) if algorithm.recompute \
+                else (0, 0)
+            self._page_sums, self._chunk_sums = (cp.zeros(max(1, k), dtype=cp.float64)
+                                                 for k in pieces)
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
@@ -505,6 +512,8 @@ class CudaBackend(HostPush):
                 self._base_time + cp.cuda.get_elapsed_time(self._base_event, done) / 1e3)
 
     def sweep(self, slots, pages, predictor, threshold, epoch) -> SweepResult:
+        if self.algorithm.recompute is not None:
+            return self._recompute(slots, pages, predictor, epoch)
         return self._launch(slots, pages, predictor, threshold, epoch, None)
 
     def sweep_until(self, slots, pages, predictor, threshold, epoch, max_sweeps,
@@ -520,9 +529,9 @@ class CudaBackend(HostPush):
     def _launch_buffers(self, num_slots: int) -> None:
         """One device buffer carries everything a launch sends and returns, so a launch is
         one upload, one kernel, one readback and one wait: int64 words [0, 8) are the
-        status (counters, smallest value written, the persistent kernel's control words),
-        then the window's pages, their slot offsets and the prefix sums of their vertices
-        and of their hub chunks."""
+        status (counters, smallest value written, the persistent kernel's control words,
+        and in word 7 the edges a recomputing sweep read), then the window's pages, their
+        slot offsets and the prefix sums of their vertices and of their hub chunks."""
         w = max(1, num_slots)
         # Each array has room for a whole window and, for the prefix sums, their total.
         self._io = cp.zeros(_STATUS + _WINDOW_ARRAYS * (w + 1), dtype=cp.int64)
@@ -534,6 +543,7 @@ class CudaBackend(HostPush):
         self._counters = io[0:4].view(cp.uint64)
         self._minimum = io[4:5].view(dtype)
         self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
+        self._edges_read = io[7:8].view(cp.uint64)
         self._window = tuple(_STATUS + i * (w + 1) for i in range(_WINDOW_ARRAYS))
         self._window_views = tuple(io[a:a + w + 1] for a in self._window)
         # The push loop's (kernels/push.cu): counters [0, 4), result [4, 12), the smallest
@@ -604,6 +614,35 @@ class CudaBackend(HostPush):
             num_edges=g.num_edges, indptr=self.indptr, page_chunks=self._page_chunks,
             hub_chunks=self._hub_chunks, hub_edges=self._hubs.hub_edges)
         return window, int(host[at_vertices + k])
+
+    def _recompute(self, slots, pages, predictor, epoch) -> SweepResult:
+        """A recomputing program's sweep (gather.cu, recompute_window): one launch a window,
+        its counts and the edges read in the status block's words (see _launch_buffers)."""
+        rule, n = self.algorithm.recompute, len(pages)
+        window, items = self._upload_window(slots, pages)
+        with self.compute_stream:
+            self._kernel(
+                self._blocks(items * self.light_lanes), **window, indices=self.slot_indices,
+                operand=self.vectors[OPERAND], values=self.values, scale=self.vectors[SCALE],
+                page_sums=self._page_sums, chunk_sums=self._chunk_sums, factor=rule.factor,
+                eps=rule.eps, predictor=predictor, table=self._d_table,
+                num_states=self._d_table.shape[1], states=self.states,
+                block_epoch=self.block_epoch, block_shift=self.layout.block_shift, epoch=epoch,
+                counters=self._counters, edges_read=self._edges_read,
+                light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
+        status = self._read_status()
+        counters = status[0:4].view(np.uint64)
+        return SweepResult(*(int(c) for c in counters), self.algorithm.inf, 1, n,
+                           edges_read=int(status[7:8].view(np.uint64)[0]))
+
+    def split_sums_from_values(self) -> None:
+        g, chunks = self.graph, len(self._hubs.chunks)
+        with self.compute_stream:
+            _kernel("split_sums_from_values", self.algorithm.operator)(
+                self._blocks(max(g.num_pages, chunks)), indptr=self.indptr,
+                page_last=self._page_last, num_pages=g.num_pages, page_edges=g.page_edges,
+                num_edges=g.num_edges, hub_chunks=self._hub_chunks, num_chunks=chunks,
+                values=self.values, page_sums=self._page_sums, chunk_sums=self._chunk_sums)
 
     def gather_sum(self, slots, pages, operand, into) -> None:
         """kernels/gather.cu over the window; waits for it, so that its slots may take
