@@ -18,7 +18,8 @@ calls, also against that row. The issue's bar is a weak row at most 0.6 of its e
 at most 0.75 of its time; the report says which rows meet it.
 Every call's answer is checked by PageRank's verifier. With ``--trace-dir`` each row's
 first run's trace is written there: ``seraph plot`` draws its work and, under the weak
-predictor, its state counts per round (the paper's Figure 10).
+predictor, its state counts per round (the paper's Figure 10); the JSON keeps each row's
+totals.
 """
 
 from __future__ import annotations
@@ -102,8 +103,7 @@ def cell(graph, name: str, fraction: float, schedule: str, label: str, options: 
             "rounds": median("dense_rounds"), "rechecks": median("rechecks"),
             "edges_read": median("edges_read"), "edges": [s.edges_read for s in timed],
             "num_edges": st.num_edges, "converged": first.converged,
-            "totals": bench_predictors.totals(st.round_log), "round_log": st.round_log,
-            "predictor_states": st.predictor_states}
+            "totals": bench_predictors.totals(st.round_log)}
 
 
 def compared(cells: list[dict]) -> list[dict]:

@@ -56,7 +56,7 @@ from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
-from seraph.predictors import OWES, STATE_MASK, take_owing_pages
+from seraph.predictors import OWES, STATE_MASK
 from seraph.spec import MIN, OPERAND, SCALE, Output
 
 _THREADS = 256
@@ -135,6 +135,21 @@ _reset_states = cp.ElementwiseKernel(
     f"states[v] = initial | (states[v] & {int(OWES)})", "seraph_reset_states")
 #: values[i] = i, written in place.
 _iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
+#: A vertex that owes an attempt (seraph.predictors.OWES) flags every page holding its
+#: in-edges and starts again from `initial`: a pass with no temporary a vertex (cupy's
+#: masks and prefix sums, as predictors.take_owing_pages takes them, hold 17 bytes a vertex,
+#: past the budget).
+_flag_owing_pages = cp.ElementwiseKernel(
+    "raw int64 indptr, int64 page_edges, uint8 initial", "uint8 state, raw uint8 flags",
+    f"""if ((state & {int(OWES)}) && indptr[i + 1] > indptr[i]) {{
+        for (long long p = indptr[i] / page_edges; p <= (indptr[i + 1] - 1) / page_edges; ++p)
+            flags[p] = 1;
+        state = initial;
+    }}""", "seraph_flag_owing_pages")
+#: counts[s] = the vertices in weak state s, by atomics into a word a state.
+_count_states = cp.ElementwiseKernel(
+    "uint8 state", "raw uint64 counts", f"atomicAdd(&counts[state & {int(STATE_MASK)}], 1ull)",
+    "seraph_count_states")
 #: first[0] = the smallest i with value[i] != inf (first[0] starts at n).
 _first_reached = cp.ElementwiseKernel(
     "T value, T inf", "raw uint64 first",
@@ -370,9 +385,9 @@ class CudaBackend(HostPush):
         # listed lightest first.
         self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
         self._push_grid = self._persistent_grid = 0  # no push loop, no persistent sweep
-        if algorithm.recompute is not None:  # its sweeps recompute sums (gather.cu)
+        if algorithm.recompute is not None:  # a recomputing sum's sweeps (gather.cu)
             self._kernel = _kernel("recompute_window", op)
-        elif algorithm.combine == MIN:  # an iterating summing program's kernel is gather_sum
+        elif algorithm.combine == MIN:  # the relaxing kernels (an iterating sum's: gather_sum)
             self._kernel = _kernel("pull_window", op)
             self._bottom_up_kernel = _kernel("pull_unsettled", op)
             self._push_loop = _kernel("push_loop", op, cooperative=True)
@@ -422,10 +437,11 @@ class CudaBackend(HostPush):
             # A summing program's vectors (the layout counts them), and a recomputing one's
             # partial sums: two a page, one a hub chunk.
             self.vectors = {name: cp.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
-            pieces = (2 * graph.num_pages, len(self._hubs.chunks)) if algorithm.recompute \
-                else (0, 0)
-            self._page_sums, self._chunk_sums = (cp.zeros(max(1, k), dtype=cp.float64)
-                                                 for k in pieces)
+            self._page_sums = self._chunk_sums = None
+            if algorithm.recompute is not None:
+                self._page_sums, self._chunk_sums = (
+                    cp.zeros(max(1, k), dtype=cp.float64)
+                    for k in (2 * graph.num_pages, len(self._hubs.chunks)))
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
@@ -436,6 +452,11 @@ class CudaBackend(HostPush):
             self._ends = cp.zeros(self._capacity + 1, dtype=cp.int64)
             self._block_sums = cp.zeros(max(1, self._push_grid), dtype=cp.int64)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
+            # The weak predictor's state counts and owing pages' flags (a word a state, a
+            # byte a page: the device's small scratch and its bytes a page).
+            self._weak_scratch = None if table is None else (
+                cp.zeros(table.shape[1], dtype=cp.uint64),
+                cp.zeros(max(1, graph.num_pages), dtype=cp.uint8))
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._no_codes = cp.zeros(1, dtype=cp.uint8)
             self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
@@ -966,15 +987,20 @@ class CudaBackend(HostPush):
         return self._out_edges
 
     def take_owing_pages(self) -> np.ndarray:
-        # On the device, where the states are: only the page numbers cross.
+        # On the device, where the states are: a flag a page, and only the page numbers
+        # cross.
+        flags = self._weak_scratch[1]
         with self.compute_stream:
-            pages = take_owing_pages(cp, self.states, self.initial_state, self.page_first,
-                                     self._page_last)
-            return pages.get(stream=self.compute_stream)
+            flags.fill(0)
+            _flag_owing_pages(self.indptr, np.int64(self.graph.page_edges),
+                              np.uint8(self.initial_state), self.states, flags)
+            return cp.flatnonzero(flags).get(stream=self.compute_stream)
 
     def state_counts(self) -> list[int]:
+        counts = self._weak_scratch[0]
         with self.compute_stream:
-            counts = cp.bincount(self.states & STATE_MASK, minlength=self.table.shape[1])
+            counts.fill(0)
+            _count_states(self.states, counts)
             return counts.get(stream=self.compute_stream).tolist()
 
     def close(self) -> None:
