@@ -128,7 +128,7 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         from seraph.predictors import load_diagram
 
         diagram = load_diagram(config.diagram or (LATE_WEAK_DIAGRAM if weak_after else
-                                                  "seraph"))
+                                                  algorithm.default_diagram))
         table, initial_state = diagram.table, diagram.initial
     stats = RunStats(algorithm=algorithm.name, device=device, schedule=config.schedule,
                      predictor="strong" if weak_after else predictor,

@@ -164,7 +164,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- run / demo ---------------------------------------------------------------------------
 #: The algorithms' own options that ``run`` has flags for (:attr:`Entry.options`).
-ALGORITHM_OPTIONS = ("damping", "tolerance", "max_iterations", "personalization")
+ALGORITHM_OPTIONS = ("damping", "tolerance", "max_iterations", "personalization", "method")
 
 
 def run_algorithm(graph, algorithm: str, source, config, predecessors: bool = False,
@@ -421,10 +421,11 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
               f"{st.sparse_rounds}: bottom-up {st.bottom_up_rounds}), "
               f"sweeps {st.sweeps}, pages moved {st.pages_transferred}, "
               f"skipped {st.pages_skipped}")
+        read = "" if st.edges_read is None else f", edges read {st.edges_read:,}"
         print(f"  updates attempted {st.updates_attempted:,}, succeeded "
               f"{st.updates_succeeded:,}, skipped by predictor "
               f"{st.skipped_strong + st.skipped_weak:,}, edges pushed {st.edges_pushed:,}, "
-              f"pulled bottom-up {st.edges_pulled_bottom_up:,}")
+              f"pulled bottom-up {st.edges_pulled_bottom_up:,}{read}")
         if st.converged is not None:
             ended = "converged" if st.converged else "did not converge"
             print(f"  iterations {st.rounds}, {ended}: last change {st.change:.3g}")
@@ -705,8 +706,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "rule cannot decide)")
     p.add_argument("--diagram", default=None,
                    help="weak-predictor diagram, a name or TOML file; refused with --predictor "
-                        "strong or none (default: seraph, when the predictor is weak or "
-                        "combined)")
+                        "strong or none (default, when the predictor is weak or combined: "
+                        "seraph; weak-delta for pagerank --method delta)")
     p.add_argument("--push-alpha", type=float, default=None,
                    help="push engine when frontier out-edges < m/alpha; 0 disables (default: "
                         "20; 2 for SSSP on the CPU)")
@@ -728,6 +729,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--personalization", type=int, default=None, metavar="V",
                    help="pagerank: personalised to vertex V (an input id), where every jump "
                         "goes (default: none, jumps are uniform)")
+    p.add_argument("--method", default=None, choices=("power", "delta"),
+                   help="pagerank: power iteration, or PageRank-delta, whose rounds attempt "
+                        "only vertices whose in-neighbours moved and take --predictor weak "
+                        "(default: power)")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")
     p.add_argument("--output",
                    help="write the result to .npy, .npz or .parquet; with several sources "

@@ -116,5 +116,7 @@ def _sum(run: Run, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
     end = time.perf_counter()
     s.kernel_time += end - start - (compile_seconds() - compiled)
     s.sweeps += 1
-    s.edges_swept += int(np.minimum(g.page_edges, g.num_edges - pages * g.page_edges).sum())
+    edges = int(np.minimum(g.page_edges, g.num_edges - pages * g.page_edges).sum())
+    s.edges_swept += edges
+    s.edges_read = (s.edges_read or 0) + edges  # every in-edge of the pages, once
     run.trace.add("compute", start - run.t0, end - run.t0, pages=pages.tolist())

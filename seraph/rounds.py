@@ -109,6 +109,8 @@ class DenseRounds:
         s = run.stats
         edges = self._edges_of(pages)  # the pages' edge counts
         s.edges_swept += int(edges.sum() * (res.sweeps - 1) + edges[:done].sum())
+        if res.edges_read is not None:
+            s.edges_read = (s.edges_read or 0) + res.edges_read
         s.sweeps += res.sweeps
         s.reentries += res.sweeps - 1
         s.kernel_time += end - start - (compile_seconds() - compiled)

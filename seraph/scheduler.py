@@ -91,11 +91,14 @@ class EngineConfig:
                               "predictor weak or combined (or auto)")
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
-        if algorithm.combine == SUM:
+        if algorithm.combine == SUM and algorithm.recompute is None:
             if self.predictor not in ("auto", "none") or self.diagram is not None:
                 raise ConfigError(f"{algorithm.name} runs power iterations, which skip no "
                                   f"vertex: drop predictor {self.predictor!r} and any diagram")
             return "none"
+        if algorithm.strong_rule is None and self.predictor in ("strong", "combined"):
+            raise ConfigError(f"{algorithm.name} has no strong rule: use predictor weak, "
+                              f"none or auto, not {self.predictor!r}")
         if not self.policy.allows_predictor:
             return "none"
         if self.predictor == "auto":
@@ -134,7 +137,9 @@ class Run:
         m = graph.num_edges
         alpha = backend.default_push_alpha() if config.push_alpha is None else \
             config.push_alpha
-        use_push = self.schedule.uses_sparse_rounds and alpha > 0 and m > 0
+        # A sum's changes are no relaxations to push, nor bounded by a strong threshold.
+        use_push = self.schedule.uses_sparse_rounds and alpha > 0 and m > 0 and \
+            algorithm.combine != SUM
         self.push_limit = m / alpha if use_push else 0.0
         self.bottom_up_limit = backend.bottom_up_edge_limit(self.push_limit, m)
         self.activity = PageActivity(graph, backend)
@@ -146,9 +151,11 @@ class Run:
         self.sparse = SparseRounds(self)
 
     # -- the main loop --------------------------------------------------------------------
-    def execute(self, frontier: np.ndarray | None) -> None:
+    def execute(self, frontier: np.ndarray | None, max_dense_rounds: int | None = None
+                ) -> bool:
         """Runs to convergence from ``frontier``, the vertices whose values start changed
-        (None: every vertex)."""
+        (None: every vertex); returns True, or False where it stopped unconverged after
+        ``max_dense_rounds`` dense rounds (None: no limit)."""
         # Marked with the current epoch, so every page reading them is active, also when
         # an earlier phase of the run swept pages.
         if frontier is None:
@@ -170,13 +177,15 @@ class Run:
                     self.stats.switches_to_dense += 1
                     continue
                 if not self._recheck():
-                    return
+                    return True
                 sparse = False
                 continue
             if not self.activity.active().any():
                 if not self._recheck():
-                    return
+                    return True
                 continue
+            if max_dense_rounds is not None and self.stats.dense_rounds >= max_dense_rounds:
+                return False
             if self.sparse.bottom_up():
                 frontier = self.be.take_changed(self.push_limit)  # the vertices it lowered
                 sparse = frontier is not None and len(frontier) > 0
@@ -215,9 +224,10 @@ class Run:
 
     def end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
-        if self.alg.strong_rule.counts_rounds:
+        rule = self.alg.strong_rule
+        if rule is not None and rule.counts_rounds:
             self.prove(self.rounds_bound())
-        elif succeeded:
+        elif rule is not None and succeeded:
             self.prove(changed_min)
         if self.predictor & WEAK:
             self.stats.predictor_states.append(self.be.state_counts())

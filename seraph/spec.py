@@ -46,11 +46,30 @@ SMALLEST_WRITTEN = StrongRule("smallest written", counts_rounds=False)
 #: How a program combines what its in-edges give a vertex. MIN: the relaxation
 #: ``value[v] = min(value[v], min of the offers)``, run to its fixpoint by rounds over the
 #: active pages. SUM: a power iteration, each iteration summing the operand over every
-#: in-edge once (:mod:`seraph.iterations`; docs/design.md, "Summing programs").
+#: in-edge once (:mod:`seraph.iterations`; docs/design.md, "Summing programs"), or, for a
+#: program that recomputes (:class:`Recompute`), rounds over the active pages as a min's.
 MIN, SUM = "min", "sum"
 #: The vertex vectors every summing program keeps besides its values: what an iteration
-#: sums over the in-edges, and the sums.
-OPERAND, ACCUMULATOR = "operand", "accumulator"
+#: sums over the in-edges, and the sums; and what a recomputing program's operand moves by
+#: per unit of its vertex's sum (:class:`Recompute`).
+OPERAND, ACCUMULATOR, SCALE = "operand", "accumulator", "scale"
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """A summing program that runs on the relaxation's rounds instead of in iterations
+    (docs/design.md, "PageRank-delta"). An attempt on a vertex recomputes its whole sum,
+    ``value[v] = sum of operand[u] over the in-edges (u -> v)``, from the operands as they
+    are: re-sweeping a page, or reading an operand before or after another thread changes
+    it, never counts an edge twice, so windows, reentries, page activity and the weak
+    predictor's skips apply as they do to a min. The attempt succeeds, and the vertex's
+    operand follows its sum (``operand[v] += factor * scale[v] * change``), when the sum
+    moved by more than ``eps`` times the sum it replaces; otherwise nothing is written, and
+    the change left unwritten, at most that share of the sum, is the vertex's residual.
+    Sums are float64 and operands at least 0, so the sums' total bounds the residuals'."""
+
+    eps: float
+    factor: float
 
 
 @dataclass(frozen=True)
@@ -98,8 +117,14 @@ class Algorithm:
     output: Output = Output()
     combine: str = MIN
     #: The vertex vectors a summing program keeps besides its values, by name and dtype,
-    #: OPERAND and ACCUMULATOR among them; the layout counts them.
+    #: OPERAND and ACCUMULATOR among them (OPERAND and SCALE for one that recomputes); the
+    #: layout counts them.
     vectors: tuple[tuple[str, np.dtype], ...] = ()
+    #: A summing program whose rounds recompute each attempted vertex's sum (None: one
+    #: that iterates, its plan summing every page once an iteration).
+    recompute: Recompute | None = None
+    #: The weak predictor's diagram when the run names none (a name in configs/).
+    default_diagram: str = "weak-seraph"
     #: SSSP's specialisation: each row's in-edges are read lightest first, a pull stops at
     #: the first in-edge whose weight alone reaches its best, and the strong rule adds each
     #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.
@@ -116,10 +141,13 @@ class Algorithm:
     def __post_init__(self):
         if self.combine not in (MIN, SUM):
             raise ValueError(f"{self.name}: unknown combine {self.combine!r}")
-        if self.combine == SUM and not ({OPERAND, ACCUMULATOR} <= dict(self.vectors).keys()
-                                        and self.plan is not None):
-            raise ValueError(f"{self.name}: a summing program keeps the vectors {OPERAND} "
-                             f"and {ACCUMULATOR} and has a plan (its iteration)")
+        if self.combine == SUM:
+            kept = {OPERAND, ACCUMULATOR} if self.recompute is None else {OPERAND, SCALE}
+            if not (kept <= dict(self.vectors).keys() and self.plan is not None):
+                raise ValueError(f"{self.name}: this summing program keeps the vectors "
+                                 f"{', '.join(sorted(kept))} and has a plan")
+        elif self.recompute is not None:
+            raise ValueError(f"{self.name}: only a summing program recomputes its sums")
         if self.combine == MIN and self.strong_rule is None:
             raise ValueError(f"{self.name}: a relaxing program needs a strong rule")
         if self.lightest_first and self.operator.formula != "d + w":

@@ -60,6 +60,10 @@ class RunStats:
     #: too heavy to help).
     edges_pulled_bottom_up: int = 0
     edges_swept: int = 0  # in-edges of the pages dense rounds swept (each pass counted)
+    #: In-edges the sweeps read, where their kernels count them (a summing program's: the
+    #: in-edges of every vertex attempted, none of a skipped one); None where they do not
+    #: (a relaxing program's: edges_swept bounds them).
+    edges_read: int | None = None
     #: One entry per round, a push phase's rounds together (:meth:`log_round`): where the
     #: work went, round by round, as Seraph's paper draws it (its Figure 10).
     round_log: list[dict] = field(default_factory=list)
@@ -80,11 +84,13 @@ class RunStats:
         """Appends to :attr:`round_log` what the counters gained since the last entry: a
         ``kind`` ("dense", "push", "bottom-up") of ``rounds`` rounds; *attempted* counts
         pulls attempted and, in push rounds, edges relaxed (each an attempted update),
-        *edges* the edges read (swept, pushed or pulled bottom-up)."""
+        *edges* the edges read (swept, or read where the sweeps count them, pushed or
+        pulled bottom-up)."""
+        swept = self.edges_swept if self.edges_read is None else self.edges_read
         now = {"attempted": self.updates_attempted + self.edges_pushed,
                "succeeded": self.updates_succeeded, "skipped_strong": self.skipped_strong,
                "skipped_weak": self.skipped_weak,
-               "edges": self.edges_swept + self.edges_pushed + self.edges_pulled_bottom_up}
+               "edges": swept + self.edges_pushed + self.edges_pulled_bottom_up}
         before = self.__dict__.get("_logged") or dict.fromkeys(now, 0)
         self.round_log.append({"kind": kind, "rounds": rounds,
                                **{k: now[k] - before[k] for k in now}})

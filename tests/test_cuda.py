@@ -251,6 +251,44 @@ def test_group_widths_and_warp_pulled_hubs(monkeypatch, light_lanes, page_edges,
                 np.testing.assert_array_equal(getattr(call(device="cuda", **opts), field), want)
 
 
+@pytest.mark.parametrize("light_lanes", [1, 8, 32])
+@pytest.mark.parametrize("page_edges", [512, 1 << 16])
+@pytest.mark.parametrize("hub_edges", [hubs.HUB_EDGES, 100])
+def test_pagerank_delta_sums_hubs_and_split_vertices_on_the_device(monkeypatch, light_lanes,
+                                                                   page_edges, hub_edges):
+    """PageRank-delta on a directed R-MAT (dangling vertices, hubs of hundreds of
+    in-edges) under every lane-group width, with vertices split across pages and, with
+    hub_edges 100, hubs summed by chunks of 24, whose partial sums meet in atomics: the
+    answer is within the bound of the reference, resident and paged, with and without the
+    weak predictor, and the sweeps count the edges they read."""
+    from partitioner.generators import rmat
+    from seraph.algorithms import pagerank
+    from seraph.backends.cuda.backend import CudaBackend
+
+    chunk = next(iter(rmat(11, 16, seed=3).chunks()))
+    graph = seraph.Graph.from_edges(chunk.src, chunk.dst, num_vertices=1 << 11,
+                                    page_edges=page_edges)
+    monkeypatch.setattr(CudaBackend, "light_lanes", light_lanes)
+    monkeypatch.setattr(hubs, "HUB_EDGES", hub_edges)
+    monkeypatch.setattr(hubs, "CHUNK_EDGES", 24)
+    want = pagerank.reference(graph)
+    for predictor in ("none", "weak"):
+        layout = Layout.for_run(graph, pagerank.DELTA, predictor, None)
+        for budget in (None, layout.state_bytes + 4 * layout.slot_bytes):
+            for personalization in (None, 5):
+                res = seraph.pagerank(graph, method="delta", predictor=predictor,
+                                      personalization=personalization, device="cuda",
+                                      device_memory=budget)
+                s = res.stats
+                assert res.converged and s.device == "cuda"
+                assert s.edges_read <= s.edges_swept
+                assert (s.edges_read == s.edges_swept) == (s.skipped_weak == 0)
+                assert pagerank.verify(graph, res.ranks, personalization=personalization) \
+                    is None
+                if personalization is None:
+                    assert np.abs(res.ranks - want).sum() <= pagerank.l1_bound(0.85, 1e-6)
+
+
 @pytest.mark.parametrize("offset", [0, 1, 3, 6, 13, 31])
 def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
     """Bottom-up rounds read the host's CSC in place, 32 edges at a time in chunks aligned

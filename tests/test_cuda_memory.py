@@ -77,6 +77,31 @@ def test_every_algorithm_keeps_within_its_budget(kind):
                 f"{kind} {name}: peak {stats.peak_device_memory - held} > budget {budget}"
 
 
+@pytest.mark.parametrize("kind", ["grid", "rmat", "uniform"])
+def test_pagerank_keeps_within_its_budget(kind):
+    """PageRank by power iteration and PageRank-delta, without a predictor and with the
+    weak one (whose re-check and state counts take no temporary a vertex), under the
+    vertex state their own layouts count plus a quarter of the pages."""
+    import cupy as cp
+
+    from seraph.algorithms import pagerank
+
+    graph = graph_of(kind)
+    for method, predictor in (("power", "none"), ("delta", "none"), ("delta", "weak")):
+        spec = pagerank.SPEC if method == "power" else pagerank.DELTA
+        layout = Layout.for_run(graph, spec, predictor, None)
+        budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes
+        graph.release_device_memory()
+        held = cp.get_default_memory_pool().used_bytes()
+        for _ in range(2):
+            res = seraph.pagerank(graph, method=method, predictor=predictor, device="cuda",
+                                  device_memory=budget)
+            assert res.converged and not res.stats.resident
+            assert 0 < res.stats.peak_device_memory - held <= budget, \
+                f"{kind} {method} {predictor}: peak {res.stats.peak_device_memory - held} > " \
+                f"budget {budget}"
+
+
 COMPILING_CALLS = """
 import gc, json, sys
 sys.path[:0] = {paths!r}

@@ -60,18 +60,20 @@ def test_kernel_files_keep_no_copies(source):
 
 
 def test_every_operator_has_a_functor():
-    """Each relaxing kernel is built for every relaxing operator of seraph.operators, and
-    each operator's functor is defined in values.cuh with the operator's value type."""
+    """Each relaxing kernel is built for every relaxing operator of seraph.operators, the
+    recomputing sum's for SHARE, and each operator's functor is defined in values.cuh with
+    the operator's value type."""
     values = kernel_file("values.cuh")
-    assert tuple(interface.FUNCTORS) == operators.RELAXING
-    for code in operators.RELAXING:
-        op = operators.operator(code)
-        functor = interface.FUNCTORS[code]
-        c_type = interface.VALUE_TYPES[op.dtype]
+    assert tuple(interface.FUNCTORS) == (*operators.RELAXING, operators.SHARE)
+    c_types = {np.dtype(t): name for name, t in interface.SCALARS.items()}
+    for code, functor in interface.FUNCTORS.items():
+        c_type = c_types[operators.operator(code).dtype]
         assert re.search(rf"struct {functor} {{\s*using V = {c_type};", values), functor
     for name in ("pull_window", "pull_persistent", "pull_unsettled", "push_loop"):
         assert interface.KERNELS[name].operators == tuple(
             operators.operator(code) for code in operators.RELAXING)
+    for name in ("recompute_window", "split_sums_from_values"):
+        assert interface.KERNELS[name].operators == (operators.operator(operators.SHARE),)
 
 
 def test_name_expressions_cover_each_kernel_and_template_argument():
@@ -88,6 +90,11 @@ def test_name_expressions_cover_each_kernel_and_template_argument():
     assert interface.name_expression("count_selected", np.dtype(np.float32)) == \
         "count_selected<float>"
     assert interface.name_expressions("reach.cu") == ["label_from_reach"]
+    share = operators.operator(operators.SHARE)
+    assert interface.name_expressions("gather.cu", (share,)) == [
+        "gather_sum", "recompute_window<Share>", "split_sums_from_values<Share>"]
+    assert interface.name_expressions("gather.cu", ()) == ["gather_sum"]
+    assert interface.value_type_of("recompute_window", share) == np.float64
     with pytest.raises(TypeError, match="built for"):
         interface.name_expression("pull_window", np.dtype(np.float32))
     with pytest.raises(TypeError, match="built for"):

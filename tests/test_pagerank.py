@@ -1,8 +1,9 @@
-"""PageRank (seraph.pagerank, a summing vertex program): its ranks are networkx's within
-the tolerance's L1 bound, resident and paged, on every backend (each engine test takes the
-``device`` fixture of conftest.py; its cuda copies run only with a GPU); bad parameters
-are refused before any work; the verifier accepts the engine's answer and rejects a
-perturbed one.
+"""PageRank (seraph.pagerank, a summing vertex program, by power iteration or
+PageRank-delta): its ranks are networkx's within the tolerance's L1 bound, resident and
+paged, on every backend (each engine test takes the ``device`` fixture of conftest.py; its
+cuda copies run only with a GPU), PageRank-delta's under every predictor and schedule; bad
+parameters are refused before any work; the verifier accepts the engine's answer and
+rejects a perturbed one.
 
 Hypothesis draws small directed graphs with dangling and isolated vertices, self-loops
 and duplicate edges, with a page size and a budget of slots each; named shapes cover a
@@ -45,29 +46,40 @@ def networkx_ranks(n: int, src, dst, damping=0.85, personalization=None) -> np.n
     return np.array([ranks[v] for v in range(n)])
 
 
-def slots_budget(graph: Graph, slots: int) -> int:
-    """PageRank's vertex state (its vectors counted) and ``slots`` page slots."""
-    layout = Layout.for_run(graph, pagerank.SPEC, "none", None)
+def slots_budget(graph: Graph, slots: int, method: str = "power",
+                 predictor: str = "none") -> int:
+    """PageRank's vertex state under ``method`` and ``predictor`` (its vectors counted)
+    and ``slots`` page slots."""
+    spec = pagerank.SPEC if method == "power" else pagerank.DELTA
+    layout = Layout.for_run(graph, spec, predictor, None)
     return layout.state_bytes + slots * layout.slot_bytes
 
 
 def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, damping=0.85,
-                           tolerance=1e-6, personalization=None):
+                           tolerance=1e-6, personalization=None, method="power", **options):
+    """The run's ranks against networkx's; ``options`` are the engine's (a predictor, a
+    schedule, ...)."""
     graph = build(n, src, dst, page_edges)
-    options = {} if slots is None else {"device_memory": slots_budget(graph, slots)}
-    res = seraph.pagerank(graph, damping, tolerance, 2000, personalization, device=device,
-                          **options)
+    if slots is not None:
+        weak = (options.get("predictor") == "weak" or "diagram" in options) and \
+            options.get("schedule") != "single"  # single skips nothing
+        options["device_memory"] = slots_budget(graph, slots, method,
+                                                "weak" if weak else "none")
+    res = seraph.pagerank(graph, damping, tolerance, 2000, personalization, method,
+                          device=device, **options)
     want = networkx_ranks(n, src, dst, damping, personalization)
     assert res.ranks.dtype == np.float64 and res.ranks.shape == (n,)
     assert res.converged and res.delta < tolerance
-    assert res.iterations == res.stats.rounds >= 1
+    # PageRank-delta has no round to run where no in-edge reads a vertex that moved.
+    assert res.iterations == res.stats.rounds >= (1 if method == "power" else 0)
     error = np.abs(res.ranks - want).sum()
     assert error <= pagerank.l1_bound(damping, tolerance), (error, res.iterations)
     s = None if personalization is None else graph.vertex_index(personalization)
     assert pagerank.verify(graph, res.ranks, damping=damping, tolerance=tolerance,
                            personalization=s) is None
     if slots is not None and graph.num_pages > slots:
-        assert not res.stats.resident and res.stats.pages_transferred > 0
+        assert not res.stats.resident
+        assert res.stats.pages_transferred > 0 or not res.iterations
     return res
 
 
@@ -92,6 +104,26 @@ def test_ranks_are_networkx_within_the_tolerance(edges, page_edges, slots, dampi
                            personalization=pick % n if personalized else None)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edges=directed_graphs(), page_edges=st.sampled_from([1, 4, 8, 1024]),
+       slots=st.sampled_from([None, 2, 3, 5]), damping=st.sampled_from([0.85, 0.5, 0.99, 0.0]),
+       personalized=st.booleans(), pick=st.integers(0, 10**6),
+       predictor=st.sampled_from([{"predictor": "none"}, {"predictor": "weak"},
+                                  {"predictor": "auto"}, {"diagram": "weak-patient"},
+                                  {"diagram": "weak-delta"}]),
+       schedule=st.sampled_from(["pipelined", "reentry", "single"]))
+def test_delta_ranks_are_networkx_within_the_tolerance(edges, page_edges, slots, damping,
+                                                       personalized, pick, predictor,
+                                                       schedule, device):
+    """PageRank-delta under every predictor and schedule, resident and paged: its sums are
+    recomputed, so the windows' re-sweeps, the skipped pages and the weak predictor's
+    skips leave the bound intact, and the verifier accepts its answer."""
+    n, src, dst = edges
+    check_against_networkx(n, src, dst, device, page_edges, slots, damping,
+                           personalization=pick % n if personalized else None,
+                           method="delta", schedule=schedule, **predictor)
+
+
 SHAPES = {
     "single vertex": (1, [], []),
     "self-loop": (1, [0], [0]),
@@ -107,11 +139,15 @@ SHAPES = {
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("slots", [None, 2])
-def test_named_shapes(shape, slots, device):
+@pytest.mark.parametrize("method", ["power", "delta"])
+def test_named_shapes(shape, slots, method, device):
     n, src, dst = SHAPES[shape]
-    check_against_networkx(n, src, dst, device, page_edges=1, slots=slots)
-    check_against_networkx(n, src, dst, device, page_edges=1, slots=slots,
-                           personalization=n - 1)
+    predictors = [{}] if method == "power" else [{"predictor": "none"}, {"predictor": "weak"}]
+    for options in predictors:
+        check_against_networkx(n, src, dst, device, page_edges=1, slots=slots, method=method,
+                               **options)
+        check_against_networkx(n, src, dst, device, page_edges=1, slots=slots,
+                               personalization=n - 1, method=method, **options)
 
 
 def test_a_larger_paged_graph_reads_every_page_once_an_iteration(device):
@@ -127,6 +163,44 @@ def test_a_larger_paged_graph_reads_every_page_once_an_iteration(device):
     assert pages * res.iterations - (stats.num_slots - 1) * (res.iterations - 1) >= \
         stats.pages_transferred > (pages - stats.num_slots) * res.iterations
     assert stats.dense_rounds == res.iterations and stats.sparse_rounds == 0
+
+
+@pytest.mark.parametrize("predictor", ["none", "weak"])
+def test_delta_reads_the_edges_of_the_vertices_it_attempts(predictor, device):
+    """A larger paged graph: PageRank-delta's sweeps count the in-edges they read, every
+    in-edge of a swept page without a predictor, fewer where the weak predictor skipped a
+    vertex; the run has no sparse round, and its answer meets the bound."""
+    rng = np.random.default_rng(5)
+    n, m = 2000, 30_000
+    src, dst = rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist()
+    res = check_against_networkx(n, src, dst, device, page_edges=1024, slots=4,
+                                 method="delta", predictor=predictor)
+    stats = res.stats
+    assert stats.sparse_rounds == stats.bottom_up_rounds == stats.edges_pushed == 0
+    assert stats.dense_rounds == res.iterations and stats.updates_succeeded > 0
+    if predictor == "none":
+        assert stats.edges_read == stats.edges_swept and stats.skipped_weak == 0
+        assert not stats.predictor_states
+    else:
+        assert stats.edges_read < stats.edges_swept and stats.skipped_weak > 0
+        assert stats.rechecks >= 1  # whatever it skipped was attempted again at the end
+        assert len(stats.predictor_states) == stats.dense_rounds  # Figure 10's counts
+        weak_delta_states = 8
+        assert all(sum(counts) == n and len(counts) == weak_delta_states
+                   for counts in stats.predictor_states)
+    assert sum(entry["edges"] for entry in stats.round_log) == stats.edges_read
+
+
+def test_delta_stops_after_max_iterations(device):
+    """Too few rounds: not converged, no bound claimed (inf), and the ranks still a
+    distribution."""
+    graph = build(6, [0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0], page_edges=2)
+    res = seraph.pagerank(graph, personalization=0, max_iterations=3, method="delta",
+                          device=device)
+    assert res.iterations == 3 and not res.converged and res.delta == np.inf
+    assert abs(float(res.ranks.sum()) - 1) < 1e-12
+    res = seraph.pagerank(graph, personalization=0, method="delta", device=device)
+    assert res.converged and 0 < res.delta <= 0.85 * 1e-6
 
 
 def test_iterations_and_the_last_change_are_reported(device):
@@ -150,6 +224,15 @@ def test_the_registry_runs_pagerank(device):
     assert entry.verify(graph, got.values, damping=0.9) is None
     assert not entry.needs_source and "personalization" in entry.options
     assert entry.summary(got.values).endswith("of 5 vertices ranked")
+    # Vertex 3's self-loop gains 0.9 of its last change a round: 138 rounds to settle.
+    delta = seraph.run(graph, "pagerank", damping=0.9, method="delta", predictor="weak",
+                       max_iterations=200, device=device)
+    assert (delta.stats.predictor, delta.converged) == ("weak", True)
+    assert entry.verify(graph, delta.values, damping=0.9, method="delta") is None
+    assert entry.check(graph, delta.values, damping=0.9, method="delta") is None
+    # auto: no predictor (the weak one was measured not to pay).
+    assert seraph.run(graph, "pagerank", method="delta", device=device).stats.predictor == \
+        "none"
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
@@ -162,6 +245,12 @@ def test_the_registry_runs_pagerank(device):
     ({"max_iterations": 2.5}, ConfigError, "max_iterations"),
     ({"personalization": 7}, InputError, "personalization: .* out of range"),
     ({"predictor": "weak"}, ConfigError, "power iterations, which skip no vertex"),
+    ({"diagram": "weak-delta"}, ConfigError, "power iterations, which skip no vertex"),
+    ({"method": "gauss"}, ConfigError, "method must be one of power, delta, got 'gauss'"),
+    ({"method": "delta", "damping": 1}, ConfigError, "method delta needs a damping below 1"),
+    ({"method": "delta", "predictor": "strong"}, ConfigError,
+     "pagerank has no strong rule: use predictor weak, none or auto, not 'strong'"),
+    ({"method": "delta", "predictor": "combined"}, ConfigError, "pagerank has no strong rule"),
 ])
 def test_bad_parameters_are_refused(kwargs, error, match):
     graph = build(3, [0, 1], [1, 2], page_edges=2)
@@ -189,6 +278,23 @@ def test_the_verifier_rejects_a_perturbed_answer():
     # Another personalization's ranks are not these.
     assert pagerank.verify(graph, ranks, personalization=0) is not None
     assert pagerank.verify(graph, ranks, damping=0.5) is not None
+
+
+def test_a_delta_budget_counts_its_vectors_and_partial_sums(device):
+    """PageRank-delta keeps float64 sums, two float64 vectors (operands, scales), two
+    partial sums a page, and under the weak predictor a state byte a vertex."""
+    graph = build(50, list(range(49)), list(range(1, 50)), page_edges=8)
+    plain = Layout.plan(graph, False, None, weights=False)
+    for predictor, state_byte in (("none", 0), ("weak", 1)):
+        state = Layout.for_run(graph, pagerank.DELTA, predictor, None).state_bytes
+        assert state == plain.state_bytes + (4 + 2 * 8 + state_byte) * graph.num_vertices \
+            + 16 * graph.num_pages
+        budget = slots_budget(graph, 2, "delta", predictor)
+        with pytest.raises(seraph.DeviceError, match="too small"):
+            seraph.pagerank(graph, method="delta", predictor=predictor, device=device,
+                            device_memory=budget - 1)
+        seraph.pagerank(graph, method="delta", predictor=predictor, device=device,
+                        device_memory=budget)
 
 
 def test_a_budget_counts_the_vectors(device):
@@ -221,6 +327,24 @@ def test_cli_runs_and_validates(store, capsys, device):
     assert "validation: ok" in out and ", converged: last change" in out
 
 
+def test_cli_runs_delta_with_the_weak_predictor(store, capsys, device, tmp_path):
+    """`seraph run pagerank --method delta --predictor weak --validate`, traced: the trace
+    holds the weak predictor's state counts per round, which `seraph plot` draws."""
+    budget = str(slots_budget(seraph.open_graph(store), 3, "delta", "weak"))
+    trace = tmp_path / "delta.json"
+    assert main(["run", "pagerank", str(store), "--device", device, "--gpu-memory", budget,
+                 "--method", "delta", "--predictor", "weak", "--diagram", "weak-delta",
+                 "--tolerance", "1e-7", "--validate", "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "validation: ok" in out and "predictor weak" in out and "edges read" in out
+    from seraph.plot import load_trace, timeline
+    tl = timeline(load_trace(trace))
+    assert tl.predictor_states and len(tl.predictor_states) == tl.stats["dense_rounds"]
+    pytest.importorskip("matplotlib")
+    assert main(["plot", str(trace), "-o", str(tmp_path / "delta.png"), "-q"]) == 0
+    assert (tmp_path / "delta.png").stat().st_size > 10_000
+
+
 @pytest.mark.parametrize(("args", "match"), [
     (["--damping", "1.5"], "damping must be a number from 0 to 1"),
     (["--damping", "-1"], "damping must be a number from 0 to 1"),
@@ -228,6 +352,9 @@ def test_cli_runs_and_validates(store, capsys, device):
     (["--max-iterations", "0"], "max_iterations must be an integer of at least 1"),
     (["--source", "1"], r"pagerank takes no source \(use --personalization"),
     (["--personalization", "100000"], "personalization: .* out of range"),
+    (["--method", "delta", "--damping", "1"], "method delta needs a damping below 1"),
+    (["--method", "delta", "--predictor", "strong"], "pagerank has no strong rule"),
+    (["--predictor", "weak"], "power iterations, which skip no vertex"),
 ])
 def test_cli_refuses_bad_options_in_one_line(store, capsys, args, match):
     assert main(["run", "pagerank", str(store), "--device", "cpu", *args]) == 2

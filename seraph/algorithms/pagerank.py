@@ -18,11 +18,18 @@ float64: a float32 share, rounded every iteration, holds an iteration's change a
 about ``eps / (1 - damping)`` (3e-6 at damping 0.99), where a tolerance of 1e-6 never
 converges.
 
+Method ``delta`` (PageRank-delta, :class:`Delta`): the same ranks, as ``y / sum(y)`` with
+``y = p + d M y``, found by the relaxation engine's rounds, which attempt only the pages a
+change reaches, and there only the vertices the weak predictor does not put to sleep; its
+answer meets the power iteration's bound.
+
 - L. Page, S. Brin, R. Motwani, T. Winograd. The PageRank citation ranking: bringing
   order to the web. Stanford InfoLab, 1999.
 - networkx's ``pagerank`` (its conventions); Subway's ``pr`` (personalised PageRank).
+- J. J. Whang, A. Lenharth, I. S. Dhillon, K. Pingali. Scalable data-driven PageRank:
+  algorithms, system issues, and lessons learned. Euro-Par 2015 (data-driven PageRank).
 
-See docs/design.md, "Summing programs".
+See docs/design.md, "Summing programs" and "PageRank-delta".
 """
 
 from __future__ import annotations
@@ -42,45 +49,56 @@ from seraph.errors import ConfigError, InputError
 from seraph.iterations import iterate
 from seraph.operators import OPERATORS, SHARE
 from seraph.scheduler import EngineConfig
-from seraph.spec import ACCUMULATOR, OPERAND, SUM, Algorithm, Plan
+from seraph.spec import ACCUMULATOR, OPERAND, SCALE, SUM, Algorithm, Plan, Recompute
 from seraph.stats import RunStats, Trace
 
-#: Each vertex's 1 / outdeg (0 where it has no out-edges): the operand is x times it.
-SCALE = "scale"
 #: What float64 rounding adds to the verifier's bounds: each rank is rounded a few times
 #: an iteration, a few float64 units of the total rank, scaled up by the contraction's
 #: ``1 / (1 - damping)`` at most a million.
 ROUNDING_SLACK = 1e6 * 16 * float(np.finfo(np.float64).eps)
+#: How the ranks are computed: by power iteration, or by PageRank-delta's data-driven
+#: rounds (:class:`Delta`).
+METHODS = ("power", "delta")
 
 
 @dataclass(frozen=True)
-class PowerIteration:
-    """PageRank's iteration (a :class:`seraph.iterations.SummingProgram`): its parameters,
-    ``personalization`` a store vertex or None, and its steps over the backend's vectors,
-    written once over the backend's array module."""
+class PageRankProgram:
+    """PageRank's parameters, ``personalization`` a store vertex or None, and what both
+    methods do on the backend's vectors, written once over its array module."""
 
     damping: float = 0.85
     tolerance: float = 1e-6
     max_iterations: int = 100
     personalization: int | None = None
 
-    def plan(self, graph, layout, config: EngineConfig) -> Plan:
-        return Plan(SPEC, None, lambda run: iterate(run, self))
+    def add_jump(self, x, amount: float) -> None:
+        """``x += amount * p``, in place (``p``: uniform, or all at the personalization)."""
+        if self.personalization is None:
+            x += x.dtype.type(amount / len(x))
+        else:
+            x[self.personalization] += x.dtype.type(amount)
 
     def start(self, be) -> None:
-        n, x = be.graph.num_vertices, be.vector("values")
-        if self.personalization is None:
-            x.fill(1 / max(n, 1))
-        else:
-            x.fill(0)
-            x[self.personalization] = 1
+        """The values ``p``, and each vertex's 1 / outdeg (0 where it has no out-edges)."""
+        x = be.vector("values")
+        x.fill(0)
+        if len(x):
+            self.add_jump(x, 1.0)
         degrees = out_degrees(be.graph)
-        scale = np.zeros(n, dtype=np.float64)
+        scale = np.zeros(len(degrees), dtype=np.float64)
         np.divide(1.0, degrees, out=scale, where=degrees > 0)
         be.set_vector(SCALE, scale)
 
     def fill_operand(self, be) -> None:
         be.xp.multiply(be.vector("values"), be.vector(SCALE), out=be.vector(OPERAND))
+
+
+@dataclass(frozen=True)
+class PowerIteration(PageRankProgram):
+    """PageRank's iteration (a :class:`seraph.iterations.SummingProgram`)."""
+
+    def plan(self, graph, layout, config: EngineConfig) -> Plan:
+        return Plan(SPEC, None, lambda run: iterate(run, self))
 
     def apply(self, be) -> float:
         """x' from the sums (in place of them), then the L1 change, and x = x'. Every rank
@@ -89,12 +107,8 @@ class PowerIteration:
         xp, d = be.xp, self.damping
         x, new = be.vector("values"), be.vector(ACCUMULATOR)
         dangling = float(x.sum(dtype=np.float64)) - float(new.sum(dtype=np.float64))
-        jump = (1 - d) + d * dangling  # the rank that goes where p says
         xp.multiply(new, new.dtype.type(d), out=new)
-        if self.personalization is None:
-            new += new.dtype.type(jump / len(new))
-        else:
-            new[self.personalization] += new.dtype.type(jump)
+        self.add_jump(new, (1 - d) + d * dangling)  # the rank that goes where p says
         xp.subtract(x, new, out=x)
         xp.abs(x, out=x)
         change = float(x.sum(dtype=np.float64))
@@ -102,17 +116,81 @@ class PowerIteration:
         return change
 
 
+@dataclass(frozen=True)
+class Delta(PageRankProgram):
+    """PageRank-delta (docs/design.md, "PageRank-delta"): the sums ``t`` of
+    ``y = p + damping * M y`` (``M``: each in-edge's ``1 / outdeg`` of its tail), found by
+    the relaxation's rounds with a recomputing pull (:class:`~seraph.spec.Recompute`), the
+    operand of u being ``y[u] / outdeg[u]``; the ranks are then ``y / sum(y)``. With the
+    dangling rank spread as ``p`` these are exactly PageRank's ranks, so no term touches
+    every vertex each round, and only vertices whose in-neighbours moved are attempted.
+
+    A vertex's sum is written when it moved by more than ``tolerance / 2`` of itself, so
+    the sums left unwritten total at most ``tolerance / 2`` of all of them, and one power
+    step from the ranks moves them by at most ``tolerance * (S - 1) / S <= damping *
+    tolerance`` in L1 (S = sum(y)): the bound the power iteration meets, which the
+    verifier checks."""
+
+    def plan(self, graph, layout, config: EngineConfig) -> Plan:
+        rule = Recompute(eps=self.tolerance / 2, factor=self.damping)
+        return Plan(replace(DELTA, recompute=rule), None, self.drive)
+
+    def drive(self, run) -> None:
+        """From a start to convergence; then the ranks, in place of the sums, and the bound
+        on a power step's change that the run met (inf if it stopped unconverged).
+
+        Any sums at least 0 are a start. Uniform jumps start every vertex with in-edges at
+        ``y = 1 / (n (1 - damping))``, the ranks' total when no rank dangles, so that the
+        sums do not all have to grow from nothing (in rounds that each add ``damping``
+        times less); a personalised run starts at ``y = p``, and from its vertex alone."""
+        be, stats, n, d = run.be, run.stats, run.g.num_vertices, self.damping
+        t, operand = be.vector("values"), be.vector(OPERAND)
+        if not n:  # nothing to rank
+            stats.converged, stats.change = True, 0.0
+            return
+        with be.vector_steps():
+            self.start(be)
+            if self.personalization is None:
+                attempted = np.diff(run.g.csc()[0]) > 0
+                be.set_vector("values", np.where(attempted, 1 / (n * (1 - d)), 0.0))
+                be.split_sums_from_values()
+            else:
+                t.fill(0)
+            be.xp.multiply(t, t.dtype.type(d), out=operand)  # y, then y / outdeg
+            self.add_jump(operand, 1.0)
+            operand *= be.vector(SCALE)
+        start = None if self.personalization is None else \
+            np.array([self.personalization], dtype=np.int64)
+        stats.converged = run.execute(start, self.max_iterations)
+        with be.vector_steps():
+            be.xp.multiply(t, t.dtype.type(d), out=t)
+            self.add_jump(t, 1.0)
+            total = float(t.sum(dtype=np.float64))  # at least 1: y >= p
+            t /= t.dtype.type(total)
+        stats.change = self.tolerance * (total - 1) / total if stats.converged else math.inf
+
+
+_FLOAT64 = np.dtype(np.float64)
 SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
-                 combine=SUM, vectors=tuple((name, np.dtype(np.float64))
+                 combine=SUM, vectors=tuple((name, _FLOAT64)
                                             for name in (OPERAND, ACCUMULATOR, SCALE)),
                  plan=PowerIteration().plan)
+#: PageRank-delta's spec: its rule's parameters are each run's (:meth:`Delta.plan`). auto
+#: runs it without a predictor: the weak one was measured to read about as many edges in
+#: more rounds (docs/benchmarks/predictors-pagerank-delta-cpu.md).
+DELTA = replace(SPEC, default_predictor="none", default_diagram="weak-delta",
+                vectors=((OPERAND, _FLOAT64), (SCALE, _FLOAT64)),
+                recompute=Recompute(eps=0.5e-6, factor=0.85), plan=Delta().plan)
 
 
 @dataclass
 class PageRankResult:
     ranks: np.ndarray  #: float64 rank of each vertex, summing to 1
-    iterations: int  #: the iterations run
-    delta: float  #: the last iteration's L1 change (below the tolerance if converged)
+    iterations: int  #: the iterations run (PageRank-delta's: its dense rounds)
+    #: Power iteration: the last iteration's L1 change (below the tolerance if converged).
+    #: PageRank-delta: the most one power step could move the ranks in L1, by the bound
+    #: its rounds met (below ``damping * tolerance``; inf if it did not converge).
+    delta: float
     stats: RunStats
     trace: Trace
 
@@ -126,10 +204,11 @@ class PageRankResult:
 
 
 def check_parameters(damping=0.85, tolerance=1e-6, max_iterations=100,
-                     personalization=None) -> None:
-    """Refuses a damping outside [0, 1], a tolerance that is not a positive number and
-    fewer than one iteration, in one line each (the personalization vertex is checked
-    against the graph)."""
+                     personalization=None, method="power") -> None:
+    """Refuses a damping outside [0, 1] (1 too for PageRank-delta, whose sums grow without
+    bound there), a tolerance that is not a positive number, fewer than one iteration and
+    an unknown method, in one line each (the personalization vertex is checked against the
+    graph)."""
     def number(x) -> bool:
         return isinstance(x, int | float | np.number) and not isinstance(x, bool)
 
@@ -141,29 +220,39 @@ def check_parameters(damping=0.85, tolerance=1e-6, max_iterations=100,
             and max_iterations >= 1):
         raise ConfigError(f"max_iterations must be an integer of at least 1, got "
                           f"{max_iterations!r}")
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "delta" and damping == 1:
+        raise ConfigError("method delta needs a damping below 1: its sums grow without "
+                          "bound at 1 (use method power)")
 
 
 @public_call
 def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iterations: int = 100,
-             personalization: int | None = None, *, config: EngineConfig | None = None,
-             **options) -> PageRankResult:
-    """PageRank by power iteration (float64 ranks summing to 1): stops once an iteration's
-    L1 change is below ``tolerance``, or after ``max_iterations`` (then
-    ``result.converged`` is False). ``personalization``: an input vertex id, where every
+             personalization: int | None = None, method: str = "power", *,
+             config: EngineConfig | None = None, **options) -> PageRankResult:
+    """PageRank (float64 ranks summing to 1). ``method="power"``: power iteration, which
+    stops once an iteration's L1 change is below ``tolerance``; ``"delta"``: PageRank-delta
+    (:class:`Delta`), whose rounds attempt only the vertices whose in-neighbours moved, and
+    whose answer meets the same bound (one power step moves it by at most ``damping *
+    tolerance`` in L1). Either stops after ``max_iterations`` iterations (dense rounds), and
+    then ``result.converged`` is False. ``personalization``: an input vertex id, where every
     jump (and the dangling vertices' rank) goes, for personalised PageRank.
 
     Options are those of :class:`seraph.scheduler.EngineConfig` (device, device_memory,
-    ...); a power iteration skips no vertex, so it takes no predictor.
+    ...); a power iteration skips no vertex, so it takes no predictor, and PageRank-delta
+    takes the weak one (or none), PageRank having no strong rule.
     """
-    check_parameters(damping, tolerance, max_iterations)
+    check_parameters(damping, tolerance, max_iterations, method=method)
     g = as_graph(graph)
     try:
         s = None if personalization is None else source_index(g, personalization)
     except InputError as e:
         raise InputError(f"personalization: {e}") from None
     config = config or make_config(**options)
-    power = PowerIteration(float(damping), float(tolerance), int(max_iterations), s)
-    ranks, stats, trace = execute(g, replace(SPEC, plan=power.plan), None, config)
+    kind, spec = (PowerIteration, SPEC) if method == "power" else (Delta, DELTA)
+    program = kind(float(damping), float(tolerance), int(max_iterations), s)
+    ranks, stats, trace = execute(g, replace(spec, plan=program.plan), None, config)
     return PageRankResult(ranks, stats.rounds, stats.change, stats, trace)
 
 
@@ -193,9 +282,10 @@ def reference(graph, source: int | None = None, *, damping: float = 0.85,
 
 
 def check(graph, ranks: np.ndarray, source: int | None = None, *, damping: float = 0.85,
-          tolerance: float = 1e-6, personalization: int | None = None) -> str | None:
+          tolerance: float = 1e-6, personalization: int | None = None,
+          method: str = "power") -> str | None:
     """None if ``ranks`` are within the tolerance's L1 bound of :func:`reference` (see
-    :func:`l1_bound`), else by how much they are not."""
+    :func:`l1_bound`; either method's answer meets it), else by how much they are not."""
     want = reference(graph, damping=damping, personalization=personalization)
     error = float(np.abs(np.asarray(ranks, np.float64) - want).sum())
     bound = l1_bound(damping, tolerance)
@@ -214,7 +304,7 @@ def l1_bound(damping: float, tolerance: float) -> float:
 
 def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=None, *,
            damping: float = 0.85, tolerance: float = 1e-6,
-           personalization: int | None = None) -> str | None:
+           personalization: int | None = None, method: str = "power") -> str | None:
     """None if ``ranks`` are PageRank's within ``tolerance``, else what is wrong, in O(m)
     and independent of the engine: the ranks are finite and at least 0, they sum to 1,
     and one power-iteration step from them, computed in float64 page by page, moves them
@@ -223,7 +313,8 @@ def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=Non
     Why that bound: a step is a ``damping``-contraction in L1, so once an iteration's
     change is below ``tolerance`` the next step moves its ranks by less than ``damping *
     tolerance``; the ranks are rounded a few times a step (:data:`ROUNDING_SLACK`).
-    ``personalization`` is a store vertex."""
+    PageRank-delta's answer meets the same bound (:class:`Delta`), so ``method`` changes
+    nothing. ``personalization`` is a store vertex."""
     n = graph.num_vertices
     x = np.ascontiguousarray(ranks, dtype=np.float64)
     if len(x) != n:
@@ -282,7 +373,7 @@ def summary(ranks: np.ndarray) -> str:
 
 
 ENTRY = Entry(SPEC, pagerank, PageRankResult, reference, check, verify, summary,
-              options=("damping", "tolerance", "max_iterations", "personalization"),
+              options=("damping", "tolerance", "max_iterations", "personalization", "method"),
               vertex_options=("personalization",),
               source_hint="use --personalization V for PageRank personalised to vertex V",
               check_options=check_parameters)

@@ -31,13 +31,15 @@ class SweepResult:
     minimum: object  # smallest value written, or the algorithm's infinity
     sweeps: int = 1  # passes over the window begun
     last_pass_pages: int = 0  # pages of the window the last pass swept, in the given order
+    edges_read: int | None = None  # in-edges read, where the kernel counts them
 
     def __add__(self, other: SweepResult) -> SweepResult:
+        edges = None if self.edges_read is None else self.edges_read + other.edges_read
         return SweepResult(self.attempted + other.attempted, self.succeeded + other.succeeded,
                            self.skipped_strong + other.skipped_strong,
                            self.skipped_weak + other.skipped_weak,
                            min(self.minimum, other.minimum), self.sweeps + other.sweeps,
-                           other.last_pass_pages)
+                           other.last_pass_pages, edges)
 
 
 @dataclass
@@ -204,6 +206,13 @@ class Backend(ABC):
         """Around a program's own steps on the vectors: where they run (on a GPU, the
         stream that the backend's kernels run on, so that they are ordered with them)."""
         return contextlib.nullcontext()
+
+    @abstractmethod
+    def split_sums_from_values(self) -> None:
+        """A recomputing program (:class:`~seraph.spec.Recompute`) has set its values: the
+        partial sums of each vertex whose in-edges the sweeps cut into pieces (across
+        pages, or into a device's hub chunks) start from its value, the piece holding its
+        first in-edge with all of it and the others with 0, so that they add up to it."""
 
     @abstractmethod
     def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:

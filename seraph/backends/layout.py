@@ -52,14 +52,18 @@ class Layout:
 
     @classmethod
     def plan(cls, graph, weak: bool, budget: int | None, weights: bool | None = None,
-             lightest: bool = False, vector_bytes: int = 0, value_bytes: int = 4) -> Layout:
+             lightest: bool = False, vector_bytes: int = 0, value_bytes: int = 4,
+             recompute: bool = False) -> Layout:
         """Slots for ``budget`` bytes (None: everything resident). ``weights`` says whether
         the algorithm reads edge weights (default: whenever the graph has them); BFS and CC
         do not, so their pages move and occupy half the bytes. ``lightest``: SSSP under the
         strong predictor, whose rule reads each vertex's lightest in-edge
         (:mod:`seraph.lightest`, one byte a vertex, when the graph has weights).
         ``vector_bytes``: the bytes a vertex of a summing program's own vectors
-        (:attr:`~seraph.spec.Algorithm.vectors`); ``value_bytes``: a value's."""
+        (:attr:`~seraph.spec.Algorithm.vectors`); ``value_bytes``: a value's. ``recompute``:
+        a summing program that recomputes (:class:`~seraph.spec.Recompute`), which keeps the
+        partial sums of the vertices a page shares with its neighbours (two a page) and of
+        the hub chunks (one a chunk), float64 each."""
         weights = graph.weighted if weights is None else weights and graph.weighted
         lightest = lightest and graph.weighted
         n, pages = graph.num_vertices, graph.num_pages
@@ -72,14 +76,15 @@ class Layout:
         # changed vertices are counted on the device; a symmetric graph's are the CSC's);
         # the push phase's two lists and edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the
         # hub chunk list (none on a graph without hubs); SSSP's lightest in-edge, one byte a
-        # vertex; and a summing program's vectors
+        # vertex; a summing program's vectors; and a recomputing one's partial sums
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
         per_vertex = value_bytes + 1 + (1 if weak else 0) + (1 if lightest else 0) + vector_bytes
+        hubs = graph_hub_chunks(graph)
         state = n * per_vertex + \
             8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + DEVICE_SCRATCH + \
-            PAGE_BYTES * (pages + 1) + \
-            graph_hub_chunks(graph).nbytes
+            PAGE_BYTES * (pages + 1) + hubs.nbytes + \
+            (16 * pages + 8 * len(hubs.chunks) if recompute else 0)
         slot = graph.page_edges * (8 if weights else 4)
         fields = (state, slot, block_shift, num_blocks, weights, lightest)
         if budget is None:
@@ -106,4 +111,5 @@ class Layout:
                         lightest=predictor in ("strong", "combined")
                         and algorithm.lightest_first,
                         vector_bytes=sum(np.dtype(t).itemsize for _, t in algorithm.vectors),
-                        value_bytes=algorithm.dtype.itemsize)
+                        value_bytes=algorithm.dtype.itemsize,
+                        recompute=algorithm.recompute is not None)

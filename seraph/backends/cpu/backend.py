@@ -18,7 +18,12 @@ from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
 from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import graph_operands, operand_dtype, operands, out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
-from seraph.backends.cpu.gather import gather_pages
+from seraph.backends.cpu.gather import (
+    EDGES_READ,
+    gather_pages,
+    recompute_pages,
+    split_sums_from_values,
+)
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
     NO_BITS,
@@ -31,6 +36,7 @@ from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
 from seraph.interrupts import STOP
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
+from seraph.spec import OPERAND, SCALE
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
@@ -53,6 +59,8 @@ class CpuBackend(HostPush):
         n, pe = graph.num_vertices, graph.page_edges
         self.values = np.empty(n, dtype=algorithm.dtype)
         self.vectors = {name: np.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
+        # A recomputing program's partial sums of the vertices split across pages.
+        self.page_sums = np.zeros(2 * graph.num_pages if algorithm.recompute else 0)
         self.changed = np.zeros(n, dtype=np.uint8)
         self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
@@ -117,6 +125,16 @@ class CpuBackend(HostPush):
         pages_arr = np.ascontiguousarray(pages, dtype=np.int64)  # one numba specialization
         offsets = self.slot_offsets(slots, pages)
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
+        rule = self.algorithm.recompute
+        if rule is not None:
+            counters = recompute_pages(
+                pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
+                g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
+                self.values, self.vectors[SCALE], self.page_sums, rule.factor, rule.eps,
+                predictor, table, self.states, self.block_epoch, self.layout.block_shift,
+                epoch, self._chunks, STOP)
+            return SweepResult(*(int(c) for c in counters[:EDGES_READ]), self.algorithm.inf,
+                               edges_read=int(counters[EDGES_READ]))
         counters, minimum = sweep_pages(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
@@ -133,6 +151,11 @@ class CpuBackend(HostPush):
         gather_pages(np.ascontiguousarray(pages, dtype=np.int64), self.slot_offsets(slots, pages),
                      g.page_edges, g.num_edges, g.page_first_vertex, g.page_last_vertex,
                      self.indptr, self.slot_indices, operand, into, self._chunks, STOP)
+
+    def split_sums_from_values(self) -> None:
+        g = self.graph
+        split_sums_from_values(self.indptr, g.page_last_vertex, g.page_edges, g.num_edges,
+                               self.values, self.page_sums)
 
     def _offering_bits(self, predictor: int, threshold) -> np.ndarray:
         """:func:`~seraph.backends.cpu.pull.offering_floor` for a BFS sweep's floor, kept

@@ -1,18 +1,31 @@
-"""The summing kernel for the CPU backend (numba): a summing program's one pass over a
-window of pages (docs/design.md, "Summing programs").
+"""The summing kernels for the CPU backend (numba) (docs/design.md, "Summing programs").
 
-For every destination vertex of a page it adds ``operand[u]``, summed over the page's
-in-edges ``(u -> v)`` in float64, to ``into[v]``. Pages are summed one after another, the
-vertices of a large page in parallel, so no two threads write one vertex: a vertex whose
-in-edges span two pages gets the two partial sums one after the other.
+:func:`gather_pages` is an iterating program's one pass over a window of pages: for every
+destination vertex of a page it adds ``operand[u]``, summed over the page's in-edges
+``(u -> v)`` in float64, to ``into[v]``. :func:`recompute_pages` is a recomputing
+program's sweep (:class:`seraph.spec.Recompute`): each attempted vertex's sum is
+recomputed, not added to. Pages go one after another, the vertices of a large page in
+parallel, so no two threads write one vertex: a vertex whose in-edges span two pages gets
+the two partial sums one after the other.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
-from seraph.backends.cpu.pull import SERIAL_EDGES
+from seraph.backends.cpu.pull import (
+    ATTEMPTED,
+    NUM_COUNTERS,
+    SERIAL_EDGES,
+    SKIPPED_WEAK,
+    SUCCEEDED,
+)
+from seraph.predictors import WEAK, weak_record, weak_skip
+
+#: The column of the edges read, after pull.py's counters.
+EDGES_READ = NUM_COUNTERS
 
 
 @njit(cache=True, nogil=True)
@@ -58,3 +71,105 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
         else:
             _sum_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
                         indices, offsets[k], operand, into)
+
+
+@njit(cache=True, nogil=True)
+def _recompute_range(v0, v1, page, base, length, indptr, indices, offset, operand, values,
+                     scale, page_sums, factor, eps, predictor, table, states, block_epoch,
+                     block_shift, epoch, counters, chunk):
+    """Recomputes destinations v0..v1-1 of one page; counters go to row ``chunk``."""
+    for v in range(v0, v1):
+        row_lo, row_hi = indptr[v], indptr[v + 1]
+        lo, hi = max(row_lo, base), min(row_hi, base + length)
+        if lo >= hi:
+            continue
+        whole = row_lo >= base and row_hi <= base + length
+        # A vertex split across pages always attempts (as pull.py's): its state must
+        # describe all of its in-edges.
+        if predictor & WEAK and whole and weak_skip(table, states, v):
+            counters[chunk, SKIPPED_WEAK] += 1
+            continue
+        counters[chunk, ATTEMPTED] += 1
+        counters[chunk, EDGES_READ] += hi - lo
+        total = 0.0
+        for i in range(lo - base + offset, hi - base + offset):
+            total += operand[indices[i]]
+        # What this page last gave v: its whole sum, or the page's partial sum of the
+        # vertex it shares with the page before (slot 0) or after (slot 1).
+        at = 2 * page + (0 if row_lo < base else 1)
+        old = values[v] if whole else page_sums[at]
+        change = total - old
+        success = abs(change) > eps * old
+        if success:
+            if whole:
+                values[v] = total
+            else:
+                page_sums[at] = total
+                values[v] += change
+            operand[v] += factor * scale[v] * change
+            block_epoch[v >> block_shift] = epoch
+            counters[chunk, SUCCEEDED] += 1
+        if predictor & WEAK:
+            weak_record(table, states, v, success)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _recompute_chunks(v_first, count, chunks, page, base, length, indptr, indices, offset,
+                      operand, values, scale, page_sums, factor, eps, predictor, table, states,
+                      block_epoch, block_shift, epoch, counters):
+    """Recomputes one page's destinations as ``chunks`` vertex ranges in parallel."""
+    for c in prange(chunks):
+        _recompute_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks,
+                         page, base, length, indptr, indices, offset, operand, values, scale,
+                         page_sums, factor, eps, predictor, table, states, block_epoch,
+                         block_shift, epoch, counters, np.int64(c))
+
+
+@njit(cache=True, nogil=True)
+def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
+                    indices, operand, values, scale, page_sums, factor, eps, predictor, table,
+                    states, block_epoch, block_shift, epoch, num_chunks, halt):
+    """One sweep of a recomputing program (:class:`seraph.spec.Recompute`) over ``pages``:
+    each vertex the weak predictor does not skip sets its sum (``values``, or a page's
+    partial sum of a vertex split across pages: ``page_sums[2 p]`` for page p's first vertex
+    and ``page_sums[2 p + 1]`` for its last) to the sum of ``operand`` over the page's
+    in-edges, when it moved by more than ``eps`` times the sum it replaces; the operand
+    then follows and the vertex's block is marked with ``epoch``. Pages are recomputed one
+    after another, so a split vertex's partial sums never race. Stops before the next page
+    once ``halt[0]`` is set (:mod:`seraph.interrupts`).
+
+    Returns the counters (pull.py's columns, and the edges read) summed over chunks."""
+    counters = np.zeros((num_chunks, NUM_COUNTERS + 1), dtype=np.int64)
+    for k in range(len(pages)):
+        if atomic_load(halt, 0):
+            break
+        p = pages[k]
+        base = p * page_edges
+        length = min(page_edges, num_edges - base)
+        v_first = first_vertex[p]
+        count = last_vertex[p] + 1 - v_first
+        if length < SERIAL_EDGES:
+            _recompute_range(v_first, v_first + count, p, base, length, indptr, indices,
+                             offsets[k], operand, values, scale, page_sums, factor, eps,
+                             predictor, table, states, block_epoch, block_shift, epoch,
+                             counters, np.int64(0))
+        else:
+            _recompute_chunks(v_first, count, min(num_chunks, count), p, base, length, indptr,
+                              indices, offsets[k], operand, values, scale, page_sums, factor,
+                              eps, predictor, table, states, block_epoch, block_shift, epoch,
+                              counters)
+    return counters.sum(axis=0)
+
+
+@njit(cache=True)
+def split_sums_from_values(indptr, last_vertex, page_edges, num_edges, values, page_sums):
+    """The page sums of the vertices split across pages (see :func:`recompute_pages`), from
+    their values: the page holding a vertex's first in-edge holds its whole value, the
+    others 0, so that they add up to it. Only a page's last vertex can start there and go
+    on past it (its first vertex started in an earlier page)."""
+    for p in range(len(last_vertex)):
+        base = p * page_edges
+        w = last_vertex[p]
+        page_sums[2 * p] = 0.0
+        starts_here = indptr[w] >= base and indptr[w + 1] > min(base + page_edges, num_edges)
+        page_sums[2 * p + 1] = values[w] if starts_here else 0.0

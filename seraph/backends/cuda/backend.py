@@ -56,8 +56,8 @@ from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
-from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.spec import MIN, Output
+from seraph.predictors import OWES, STATE_MASK
+from seraph.spec import MIN, OPERAND, SCALE, Output
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
@@ -135,6 +135,21 @@ _reset_states = cp.ElementwiseKernel(
     f"states[v] = initial | (states[v] & {int(OWES)})", "seraph_reset_states")
 #: values[i] = i, written in place.
 _iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
+#: A vertex that owes an attempt (seraph.predictors.OWES) flags every page holding its
+#: in-edges and starts again from `initial`: a pass with no temporary a vertex (cupy's
+#: masks and prefix sums, as predictors.take_owing_pages takes them, hold 17 bytes a vertex,
+#: past the budget).
+_flag_owing_pages = cp.ElementwiseKernel(
+    "raw int64 indptr, int64 page_edges, uint8 initial", "uint8 state, raw uint8 flags",
+    f"""if ((state & {int(OWES)}) && indptr[i + 1] > indptr[i]) {{
+        for (long long p = indptr[i] / page_edges; p <= (indptr[i + 1] - 1) / page_edges; ++p)
+            flags[p] = 1;
+        state = initial;
+    }}""", "seraph_flag_owing_pages")
+#: counts[s] = the vertices in weak state s, by atomics into a word a state.
+_count_states = cp.ElementwiseKernel(
+    "uint8 state", "raw uint64 counts", f"atomicAdd(&counts[state & {int(STATE_MASK)}], 1ull)",
+    "seraph_count_states")
 #: first[0] = the smallest i with value[i] != inf (first[0] starts at n).
 _first_reached = cp.ElementwiseKernel(
     "T value, T inf", "raw uint64 first",
@@ -370,7 +385,9 @@ class CudaBackend(HostPush):
         # listed lightest first.
         self._pulls_stop_early = algorithm.lightest_first and graph.rows_by_weight
         self._push_grid = self._persistent_grid = 0  # no push loop, no persistent sweep
-        if algorithm.combine == MIN:  # a summing program's one kernel is gather_sum
+        if algorithm.recompute is not None:  # a recomputing sum's sweeps (gather.cu)
+            self._kernel = _kernel("recompute_window", op)
+        elif algorithm.combine == MIN:  # the relaxing kernels (an iterating sum's: gather_sum)
             self._kernel = _kernel("pull_window", op)
             self._bottom_up_kernel = _kernel("pull_unsettled", op)
             self._push_loop = _kernel("push_loop", op, cooperative=True)
@@ -417,8 +434,14 @@ class CudaBackend(HostPush):
                 self._csc_weights = _mapped(graph, weights) if weights is not None else \
                     self.slot_weights
             self.values = cp.empty(n, dtype=algorithm.dtype)
-            # A summing program's vectors (the layout counts them).
+            # A summing program's vectors (the layout counts them), and a recomputing one's
+            # partial sums: two a page, one a hub chunk.
             self.vectors = {name: cp.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
+            self._page_sums = self._chunk_sums = None
+            if algorithm.recompute is not None:
+                self._page_sums, self._chunk_sums = (
+                    cp.zeros(max(1, k), dtype=cp.float64)
+                    for k in (2 * graph.num_pages, len(self._hubs.chunks)))
             # Whole words: push rounds claim a vertex by an atomicOr on its flag's word.
             self._changed_words = cp.zeros(max(1, -(-n // 4)), dtype=cp.uint32)
             self.changed = self._changed_words.view(cp.uint8)[:n]
@@ -429,6 +452,11 @@ class CudaBackend(HostPush):
             self._ends = cp.zeros(self._capacity + 1, dtype=cp.int64)
             self._block_sums = cp.zeros(max(1, self._push_grid), dtype=cp.int64)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
+            # The weak predictor's state counts and owing pages' flags (a word a state, a
+            # byte a page: the device's small scratch and its bytes a page).
+            self._weak_scratch = None if table is None else (
+                cp.zeros(table.shape[1], dtype=cp.uint64),
+                cp.zeros(max(1, graph.num_pages), dtype=cp.uint8))
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._no_codes = cp.zeros(1, dtype=cp.uint8)
             self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
@@ -505,6 +533,8 @@ class CudaBackend(HostPush):
                 self._base_time + cp.cuda.get_elapsed_time(self._base_event, done) / 1e3)
 
     def sweep(self, slots, pages, predictor, threshold, epoch) -> SweepResult:
+        if self.algorithm.recompute is not None:
+            return self._recompute(slots, pages, predictor, epoch)
         return self._launch(slots, pages, predictor, threshold, epoch, None)
 
     def sweep_until(self, slots, pages, predictor, threshold, epoch, max_sweeps,
@@ -520,9 +550,9 @@ class CudaBackend(HostPush):
     def _launch_buffers(self, num_slots: int) -> None:
         """One device buffer carries everything a launch sends and returns, so a launch is
         one upload, one kernel, one readback and one wait: int64 words [0, 8) are the
-        status (counters, smallest value written, the persistent kernel's control words),
-        then the window's pages, their slot offsets and the prefix sums of their vertices
-        and of their hub chunks."""
+        status (counters, smallest value written, the persistent kernel's control words,
+        and in word 7 the edges a recomputing sweep read), then the window's pages, their
+        slot offsets and the prefix sums of their vertices and of their hub chunks."""
         w = max(1, num_slots)
         # Each array has room for a whole window and, for the prefix sums, their total.
         self._io = cp.zeros(_STATUS + _WINDOW_ARRAYS * (w + 1), dtype=cp.int64)
@@ -534,6 +564,7 @@ class CudaBackend(HostPush):
         self._counters = io[0:4].view(cp.uint64)
         self._minimum = io[4:5].view(dtype)
         self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
+        self._edges_read = io[7:8].view(cp.uint64)
         self._window = tuple(_STATUS + i * (w + 1) for i in range(_WINDOW_ARRAYS))
         self._window_views = tuple(io[a:a + w + 1] for a in self._window)
         # The push loop's (kernels/push.cu): counters [0, 4), result [4, 12), the smallest
@@ -604,6 +635,35 @@ class CudaBackend(HostPush):
             num_edges=g.num_edges, indptr=self.indptr, page_chunks=self._page_chunks,
             hub_chunks=self._hub_chunks, hub_edges=self._hubs.hub_edges)
         return window, int(host[at_vertices + k])
+
+    def _recompute(self, slots, pages, predictor, epoch) -> SweepResult:
+        """A recomputing program's sweep (gather.cu, recompute_window): one launch a window,
+        its counts and the edges read in the status block's words (see _launch_buffers)."""
+        rule, n = self.algorithm.recompute, len(pages)
+        window, items = self._upload_window(slots, pages)
+        with self.compute_stream:
+            self._kernel(
+                self._blocks(items * self.light_lanes), **window, indices=self.slot_indices,
+                operand=self.vectors[OPERAND], values=self.values, scale=self.vectors[SCALE],
+                page_sums=self._page_sums, chunk_sums=self._chunk_sums, factor=rule.factor,
+                eps=rule.eps, predictor=predictor, table=self._d_table,
+                num_states=self._d_table.shape[1], states=self.states,
+                block_epoch=self.block_epoch, block_shift=self.layout.block_shift, epoch=epoch,
+                counters=self._counters, edges_read=self._edges_read,
+                light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
+        status = self._read_status()
+        counters = status[0:4].view(np.uint64)
+        return SweepResult(*(int(c) for c in counters), self.algorithm.inf, 1, n,
+                           edges_read=int(status[7:8].view(np.uint64)[0]))
+
+    def split_sums_from_values(self) -> None:
+        g, chunks = self.graph, len(self._hubs.chunks)
+        with self.compute_stream:
+            _kernel("split_sums_from_values", self.algorithm.operator)(
+                self._blocks(max(g.num_pages, chunks)), indptr=self.indptr,
+                page_last=self._page_last, num_pages=g.num_pages, page_edges=g.page_edges,
+                num_edges=g.num_edges, hub_chunks=self._hub_chunks, num_chunks=chunks,
+                values=self.values, page_sums=self._page_sums, chunk_sums=self._chunk_sums)
 
     def gather_sum(self, slots, pages, operand, into) -> None:
         """kernels/gather.cu over the window; waits for it, so that its slots may take
@@ -927,15 +987,20 @@ class CudaBackend(HostPush):
         return self._out_edges
 
     def take_owing_pages(self) -> np.ndarray:
-        # On the device, where the states are: only the page numbers cross.
+        # On the device, where the states are: a flag a page, and only the page numbers
+        # cross.
+        flags = self._weak_scratch[1]
         with self.compute_stream:
-            pages = take_owing_pages(cp, self.states, self.initial_state, self.page_first,
-                                     self._page_last)
-            return pages.get(stream=self.compute_stream)
+            flags.fill(0)
+            _flag_owing_pages(self.indptr, np.int64(self.graph.page_edges),
+                              np.uint8(self.initial_state), self.states, flags)
+            return cp.flatnonzero(flags).get(stream=self.compute_stream)
 
     def state_counts(self) -> list[int]:
+        counts = self._weak_scratch[0]
         with self.compute_stream:
-            counts = cp.bincount(self.states & STATE_MASK, minlength=self.table.shape[1])
+            counts.fill(0)
+            _count_states(self.states, counts)
             return counts.get(stream=self.compute_stream).tolist()
 
     def close(self) -> None:

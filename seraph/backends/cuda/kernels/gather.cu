@@ -1,19 +1,23 @@
-// The summing kernel for the CUDA backend: a summing program's one pass over a window of
-// pages (docs/design.md, "Summing programs"), the CPU's seraph/backends/cpu/gather.py.
+// The summing kernels for the CUDA backend (docs/design.md, "Summing programs"), the CPU's
+// seraph/backends/cpu/gather.py.
 //
-// into[v] += sum over the window's in-edges (u -> v) of operand[u]
+// gather_sum, an iterating program's one pass over a window of pages:
+//     into[v] += sum over the window's in-edges (u -> v) of operand[u]
+// recompute_window<Op>, a recomputing program's sweep (seraph/spec.py, Recompute): each
+// attempted vertex's sum is recomputed from the operands, not added to, and written when it
+// moved by more than eps of the sum it replaces; its operand then follows.
 //
 // Work items are (window page, destination vertex) pairs, flattened through
 // `vertex_prefix`, as pull.cu's are. A light item (at most `heavy_edges` in-edges in the
 // page) goes to a group of `light_lanes` lanes, a heavy one to a whole warp, and a hub
 // (more than `hub_edges` in-edges: seraph/hubs.py) is summed by its chunks, a warp each,
-// instead of its items. The lanes of a group stride over the item's in-edges and add in
-// double; the group's sum is added to into[v] with one atomicAdd. The atomic is what joins
-// the pieces of a vertex summed by several warps of one launch, a vertex split across two
-// pages of the window or a hub's chunks; a sum, unlike pull.cu's min, must count each
-// edge exactly once, and each (page, vertex) item and chunk is taken by exactly one group.
+// instead of its items (for_each_item). The lanes of a group stride over the item's
+// in-edges and add in double. A sum, unlike pull.cu's min, must count each edge exactly
+// once: each (page, vertex) item and chunk is taken by exactly one group, and the pieces of
+// a vertex summed by several groups of one launch (a vertex split across two pages of the
+// window, a hub's chunks) meet in atomicAdds on the vertex.
 //
-// The parameters (GATHER_SUM_PARAMS) come from the header that
+// The parameters (GATHER_SUM_PARAMS, ...) and the constants come from the header that
 // seraph/backends/cuda/kernels/interface.py writes in front of this file.
 
 // The sum of x over the `width` lanes of a group, in its first lane.
@@ -22,77 +26,204 @@ __device__ __forceinline__ double group_sum(double x, int width, unsigned mask) 
     return x;
 }
 
-// Edges [lo, hi) of `indices` (shifted by `shift`), summed by lane `glane` of `width`.
-__device__ __forceinline__ void sum_edges(long long v, long long lo, long long hi,
-                                          long long shift, int glane, int width, unsigned mask,
-                                          const int* __restrict__ indices,
-                                          const double* __restrict__ operand, double* into) {
-    double total = 0.0;
-    for (long long i = lo + glane; i < hi; i += width) total += operand[indices[i + shift]];
-    total = group_sum(total, width, mask);
-    if (glane == 0) atomicAdd(&into[v], total);
-}
+// A work item: in-edges [lo, hi) of vertex v (edge ids; `shift` maps one to its place in
+// `indices`), in one page of the window or one of v's hub chunks (`chunk`, else -1).
+struct SumItem {
+    long long v, lo, hi, shift, chunk;
+    long long slot;  // a recomputing sweep's partial sum of v's page piece (page_sums)
+    bool whole;      // every in-edge of v is in this item
+    bool hub;        // v's in-edges go by its chunks, not by its page items
+};
 
-__global__ void gather_sum(GATHER_SUM_PARAMS) {
+// The window's items, in three parts for power-law in-degrees: light page items to groups
+// of light_lanes lanes, so that a warp sums several at once; then each warp scans 32 items
+// at a time and sums each heavy one it finds with all 32 lanes; then the hub chunks, a warp
+// each. body(item, the lane's place in its group, the group's width, its lanes' mask) runs
+// on every lane of the group.
+template <typename Body>
+__device__ __forceinline__ void for_each_item(
+    const long long* pages, const long long* offsets, const long long* vertex_prefix,
+    const long long* chunk_prefix, int num_window_pages, const long long* page_first,
+    long long page_edges, long long num_edges, const long long* indptr,
+    const long long* page_chunks, const long long* hub_chunks, long long hub_edges,
+    int light_lanes, long long heavy_edges, Body body) {
     const int lane = threadIdx.x & 31;
     const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long num_threads = (long long)gridDim.x * blockDim.x;
     const long long end = vertex_prefix[num_window_pages];
-    // The item's vertex and in-page edges; k (its window page) rises with the items a
-    // thread takes, and each loop below starts it again.
+    // k (the item's window page) rises with the items a thread takes; each part starts it
+    // again.
     int k = 0;
-    auto item_at = [&](long long item, long long& v, long long& lo, long long& hi,
-                       long long& shift, bool& hub) {
+    auto item_at = [&](long long item) {
         while (vertex_prefix[k + 1] <= item) ++k;
         const long long page = pages[k];
         const long long base = page * page_edges;
         const long long length = min(page_edges, num_edges - base);
-        v = page_first[page] + (item - vertex_prefix[k]);
-        const long long row_lo = indptr[v], row_hi = indptr[v + 1];
-        lo = max(row_lo, base);
-        hi = min(row_hi, base + length);
-        shift = offsets[k] - base;
-        hub = row_hi - row_lo > hub_edges;
+        SumItem it;
+        it.v = page_first[page] + (item - vertex_prefix[k]);
+        const long long row_lo = indptr[it.v], row_hi = indptr[it.v + 1];
+        it.lo = max(row_lo, base);
+        it.hi = min(row_hi, base + length);
+        it.shift = offsets[k] - base;
+        it.chunk = -1;
+        // A page shares a vertex with the page before (slot 0) and after (slot 1).
+        it.slot = 2 * page + (row_lo < base ? 0 : 1);
+        it.whole = row_lo >= base && row_hi <= base + length;
+        it.hub = row_hi - row_lo > hub_edges;
+        return it;
     };
 
-    // Light items, a group of light_lanes lanes each.
     const int glane = lane & (light_lanes - 1);
     const unsigned group_mask = light_lanes == 32 ? 0xffffffffu
         : ((1u << light_lanes) - 1) << (lane & ~(light_lanes - 1));
     for (long long item = thread / light_lanes; item < end; item += num_threads / light_lanes) {
-        long long v, lo, hi, shift;
-        bool hub;
-        item_at(item, v, lo, hi, shift, hub);
-        if (lo >= hi || hub || hi - lo > heavy_edges) continue;
-        sum_edges(v, lo, hi, shift, glane, light_lanes, group_mask, indices, operand, into);
+        const SumItem it = item_at(item);
+        if (it.lo >= it.hi || it.hub || it.hi - it.lo > heavy_edges) continue;
+        body(it, glane, light_lanes, group_mask);
     }
 
-    // Heavy items: each warp scans 32 items at a time and sums each heavy one it finds.
     k = 0;
     for (long long first = (thread >> 5) * 32; first < end; first += num_threads) {
-        long long v = 0, lo = 0, hi = 0, shift = 0;
-        bool hub = false, heavy = false;
+        SumItem mine{};
+        bool heavy = false;
         if (first + lane < end) {
-            item_at(first + lane, v, lo, hi, shift, hub);
-            heavy = !hub && hi - lo > heavy_edges;
+            mine = item_at(first + lane);
+            heavy = !mine.hub && mine.hi - mine.lo > heavy_edges;
         }
         for (unsigned found = __ballot_sync(0xffffffffu, heavy); found; found &= found - 1) {
             const int src = __ffs(found) - 1;
-            sum_edges(__shfl_sync(0xffffffffu, v, src), __shfl_sync(0xffffffffu, lo, src),
-                      __shfl_sync(0xffffffffu, hi, src), __shfl_sync(0xffffffffu, shift, src),
-                      lane, 32, 0xffffffffu, indices, operand, into);
+            SumItem it;
+            it.v = __shfl_sync(0xffffffffu, mine.v, src);
+            it.lo = __shfl_sync(0xffffffffu, mine.lo, src);
+            it.hi = __shfl_sync(0xffffffffu, mine.hi, src);
+            it.shift = __shfl_sync(0xffffffffu, mine.shift, src);
+            it.slot = __shfl_sync(0xffffffffu, mine.slot, src);
+            it.whole = __shfl_sync(0xffffffffu, (int)mine.whole, src);
+            it.chunk = -1;
+            it.hub = false;
+            body(it, lane, 32, 0xffffffffu);
         }
     }
 
-    // Hub chunks (seraph/hubs.py: rows of vertex, first edge, end edge), a warp each.
+    // Hub chunks (seraph/hubs.py: rows of vertex, first edge, end edge).
     k = 0;
     const long long chunks_end = chunk_prefix[num_window_pages];
     for (long long c = thread >> 5; c < chunks_end; c += num_threads >> 5) {
         while (chunk_prefix[k + 1] <= c) ++k;
         const long long page = pages[k];
-        const long long id = page_chunks[page] + (c - chunk_prefix[k]);
-        sum_edges(hub_chunks[3 * id], hub_chunks[3 * id + 1], hub_chunks[3 * id + 2],
-                  offsets[k] - page * page_edges, lane, 32, 0xffffffffu, indices, operand,
-                  into);
+        SumItem it;
+        it.chunk = page_chunks[page] + (c - chunk_prefix[k]);
+        it.v = hub_chunks[3 * it.chunk];
+        it.lo = hub_chunks[3 * it.chunk + 1];
+        it.hi = hub_chunks[3 * it.chunk + 2];
+        it.shift = offsets[k] - page * page_edges;
+        it.slot = -1;
+        it.whole = false;  // a hub is always attempted, like a vertex split across pages
+        it.hub = true;
+        body(it, lane, 32, 0xffffffffu);
+    }
+}
+
+#define WINDOW_ITEMS                                                                      \
+    pages, offsets, vertex_prefix, chunk_prefix, num_window_pages, page_first, page_edges, \
+        num_edges, indptr, page_chunks, hub_chunks, hub_edges, light_lanes, heavy_edges
+
+// The item's in-edges' operands, summed by its group, in the group's first lane.
+__device__ __forceinline__ double item_sum(const SumItem& it, int glane, int width,
+                                           unsigned mask, const int* __restrict__ indices,
+                                           const double* operand) {
+    double total = 0.0;
+    for (long long i = it.lo + glane; i < it.hi; i += width) total += operand[indices[i + it.shift]];
+    return group_sum(total, width, mask);
+}
+
+__global__ void gather_sum(GATHER_SUM_PARAMS) {
+    for_each_item(WINDOW_ITEMS, [&](const SumItem& it, int glane, int width, unsigned mask) {
+        const double total = item_sum(it, glane, width, mask, indices, operand);
+        if (glane == 0) atomicAdd(&into[it.v], total);
+    });
+}
+
+// One sweep of a recomputing program over the window. An attempt sets the item's sum (the
+// vertex's value when the item holds all its in-edges, else the page's or chunk's partial
+// sum of it) to the sum of the operands of its in-edges, where that moved by more than eps
+// times the sum it replaces; the vertex's value then moves by the same change (an atomic
+// where other items of it may meet) and its operand by factor * scale[v] times it, and its
+// source block is marked with `epoch`. The weak predictor (its packed table, as pull.cu
+// reads it) skips only a vertex whose in-edges are all in one item. Counts go to counters
+// (pull.cu's columns) and edges_read, through the block's shared tallies.
+template <typename Op>
+__global__ void recompute_window(RECOMPUTE_WINDOW_PARAMS) {
+    using V = typename Op::V;
+    __shared__ unsigned long long tally[NUM_COUNTERS + 1];  // counters, then edges read
+    if (threadIdx.x <= NUM_COUNTERS) tally[threadIdx.x] = 0;
+    __syncthreads();
+    for_each_item(WINDOW_ITEMS, [&](const SumItem& it, int glane, int width, unsigned mask) {
+        const long long v = it.v;
+        int state = 0;
+        if (predictor & PRED_WEAK) {
+            // Read once and broadcast, so the group's lanes never part before a shuffle.
+            state = __shfl_sync(mask, glane == 0 ? (int)(states[v] & STATE_MASK) : 0, 0, width);
+            if (it.whole && !table[state]) {
+                if (glane == 0) {
+                    states[v] = table[3 * num_states + state] | OWES;
+                    atomicAdd(&tally[SKIPPED_WEAK], 1ull);
+                }
+                return;
+            }
+        }
+        V total = 0;
+        for (long long i = it.lo + glane; i < it.hi; i += width)
+            total += Op::term(operand, indices[i + it.shift]);
+        total = group_sum(total, width, mask);
+        if (glane != 0) return;
+        V* const held = it.whole ? &values[v] : it.chunk >= 0 ? &chunk_sums[it.chunk]
+                                                              : &page_sums[it.slot];
+        const V old = *held;
+        const V change = total - old;
+        const bool success = fabs(change) > eps * old;
+        atomicAdd(&tally[ATTEMPTED], 1ull);
+        atomicAdd(&tally[NUM_COUNTERS], (unsigned long long)(it.hi - it.lo));
+        if (success) {
+            const V moved = factor * scale[v] * change;
+            *held = total;
+            if (it.whole) {
+                operand[v] += moved;
+            } else {
+                atomicAdd(&values[v], change);
+                atomicAdd(&operand[v], moved);
+            }
+            block_epoch[v >> block_shift] = epoch;
+            atomicAdd(&tally[SUCCEEDED], 1ull);
+        }
+        if (predictor & PRED_WEAK) states[v] = table[(success ? 1 : 2) * num_states + state];
+    });
+    __syncthreads();
+    if (threadIdx.x < NUM_COUNTERS && tally[threadIdx.x])
+        atomicAdd(&counters[threadIdx.x], tally[threadIdx.x]);
+    if (threadIdx.x == NUM_COUNTERS && tally[threadIdx.x])
+        atomicAdd(edges_read, tally[threadIdx.x]);
+}
+
+// A recomputing program's values are set (seraph/backends/base.py, split_sums_from_values):
+// the piece of each vertex cut into pieces that holds its first in-edge starts with its whole
+// value, the others with 0. Of a page's two partial sums only the second (its last vertex)
+// can be a first piece, where that vertex's in-edges start in the page and go on past it;
+// of a hub's chunks, the one starting at its row's first edge.
+template <typename Op>
+__global__ void split_sums_from_values(SPLIT_SUMS_FROM_VALUES_PARAMS) {
+    const long long thread = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long num_threads = (long long)gridDim.x * blockDim.x;
+    for (long long p = thread; p < num_pages; p += num_threads) {
+        const long long base = p * page_edges;
+        const long long w = page_last[p];
+        const bool starts_here =
+            indptr[w] >= base && indptr[w + 1] > min(base + page_edges, num_edges);
+        page_sums[2 * p] = 0;
+        page_sums[2 * p + 1] = starts_here ? values[w] : 0;
+    }
+    for (long long c = thread; c < num_chunks; c += num_threads) {
+        const long long v = hub_chunks[3 * c];
+        chunk_sums[c] = hub_chunks[3 * c + 1] == indptr[v] ? values[v] : 0;
     }
 }

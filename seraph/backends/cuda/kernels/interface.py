@@ -36,6 +36,8 @@ from seraph.operators import (
     DISTANCE,
     HOP,
     LABEL,
+    RELAXING,
+    SHARE,
     WIDTH,
     WIDTH_CODE_BASE,
     EdgeOperator,
@@ -43,9 +45,9 @@ from seraph.operators import (
 )
 from seraph.predictors import MAX_STATES, NONE, OWES, STATE_MASK, STRONG, WEAK
 
-#: The functor (values.cuh) of each edge operator the relaxing kernels are built for (their
-#: template argument Op), by the operator's code.
-FUNCTORS = {HOP: "Hop", LABEL: "Label", DISTANCE: "Distance", WIDTH: "Width"}
+#: The functor (values.cuh) of each edge operator the kernels are built for (their template
+#: argument Op), by the operator's code: the relaxing ones, and SHARE, a recomputing sum's.
+FUNCTORS = {HOP: "Hop", LABEL: "Label", DISTANCE: "Distance", WIDTH: "Width", SHARE: "Share"}
 #: The C name of each value type the selecting kernels are built for (their template
 #: argument V).
 VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.int32): "int",
@@ -79,15 +81,18 @@ _EDGES = ("const int* indices", "const float* weights", "V* values", "V inf")
 _PULL_EDGES = (*_EDGES, "int by_weight", "int levels")
 #: The strong rule (values.cuh: StrongRule): value <= threshold + light_codes[v] * light_unit.
 _STRONG = ("V threshold", "const unsigned char* light_codes", "float light_unit")
-#: A window sweep (pull.cu: WindowItems, sweep_items): the window's pages, their slot
-#: offsets and the prefix sums of their vertices and hub chunks, then the graph's paging and
-#: hub chunks, the edges, the predictor, what a success marks and the lane groups.
-_PULL_WINDOW = (
+#: A window: its pages, their slot offsets and the prefix sums of their vertices and hub
+#: chunks, then the graph's paging and hub chunks.
+_WINDOW = (
     "const long long* pages", "const long long* offsets", "const long long* vertex_prefix",
     "const long long* chunk_prefix", "int num_window_pages", "const long long* page_first",
     "long long page_edges", "long long num_edges", "const long long* indptr",
-    "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges",
-    *_PULL_EDGES, "int predictor", *_STRONG, "const unsigned char* table", "int num_states",
+    "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges")
+#: A window sweep (pull.cu: WindowItems, sweep_items): the window, the edges, the
+#: predictor, what a success marks and the lane groups.
+_PULL_WINDOW = (
+    *_WINDOW, *_PULL_EDGES, "int predictor", *_STRONG, "const unsigned char* table",
+    "int num_states",
     "unsigned char* states", "unsigned char* changed", "long long* block_epoch",
     "int block_shift", "long long epoch", "unsigned long long* counters", "int light_lanes",
     "long long heavy_edges", "V* min_written")
@@ -105,9 +110,10 @@ class Kernel:
     value_types: tuple[np.dtype, ...] = ()
 
 
-#: The operators the relaxing kernels (pull.cu, push.cu) are built for: every one with a
-#: functor.
-_RELAXING = tuple(operator(code) for code in FUNCTORS)
+#: The operators the relaxing kernels (pull.cu, push.cu) are built for, and the summing one
+#: that recompute_window is (gather.cu).
+_RELAXING = tuple(operator(code) for code in RELAXING)
+_SUMMING = (operator(SHARE),)
 KERNELS = {
     "pull_window": Kernel("pull.cu", _PULL_WINDOW, _RELAXING),
     # Sweeps until told to stop (pull.cu: pull_persistent); launched cooperatively. `live`
@@ -149,15 +155,27 @@ KERNELS = {
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
         "int skip_root")),
     "compress": Kernel("union_find.cu", ("int* parent", "long long n")),
-    # A summing program's pass over a window (gather.cu): the window as pull_window's, the
-    # graph's paging and hub chunks, then the edges, what they sum and where.
+    # A summing program's pass over a window (gather.cu): the window as pull_window's, then
+    # the edges, what they sum and where.
     "gather_sum": Kernel("gather.cu", (
-        "const long long* pages", "const long long* offsets", "const long long* vertex_prefix",
-        "const long long* chunk_prefix", "int num_window_pages", "const long long* page_first",
-        "long long page_edges", "long long num_edges", "const long long* indptr",
-        "const long long* page_chunks", "const long long* hub_chunks", "long long hub_edges",
-        "const int* indices", "const double* operand", "double* into", "int light_lanes",
-        "long long heavy_edges")),
+        *_WINDOW, "const int* indices", "const double* operand", "double* into",
+        "int light_lanes", "long long heavy_edges")),
+    # A recomputing program's sweep over a window (gather.cu; seraph/spec.py, Recompute): the
+    # window, the edges, the operands, sums and scales, the pieces' partial sums (two a page,
+    # one a hub chunk), the rule's factor and eps, the weak predictor, what a success marks,
+    # the counts and the lane groups.
+    "recompute_window": Kernel("gather.cu", (
+        *_WINDOW, "const int* indices", "V* operand", "V* values", "const V* scale",
+        "V* page_sums", "V* chunk_sums", "V factor", "V eps", "int predictor",
+        "const unsigned char* table", "int num_states", "unsigned char* states",
+        "long long* block_epoch", "int block_shift", "long long epoch",
+        "unsigned long long* counters", "unsigned long long* edges_read", "int light_lanes",
+        "long long heavy_edges"), _SUMMING),
+    # Its pieces' partial sums from its values, before its first sweep (gather.cu).
+    "split_sums_from_values": Kernel("gather.cu", (
+        "const long long* indptr", "const long long* page_last", "long long num_pages",
+        "long long page_edges", "long long num_edges", "const long long* hub_chunks",
+        "long long num_chunks", "const V* values", "V* page_sums", "V* chunk_sums"), _SUMMING),
 }
 
 

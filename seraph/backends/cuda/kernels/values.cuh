@@ -94,6 +94,14 @@ struct Width {
     }
 };
 
+// x[u] / outdeg[u], summed (PageRank's share of a rank): a summing program's operand, which
+// its own step (or, where it recomputes, the sweep that moves its sum) keeps per vertex, so
+// that an edge's term is its tail's operand (gather.cu: recompute_window).
+struct Share {
+    using V = double;
+    static __device__ __forceinline__ V term(const V* operand, int u) { return operand[u]; }
+};
+
 // Whether an in-edge of weight w, in a row listed lightest first (a weighted store's CSC),
 // can no longer offer less than `best`: its weight alone reaches it, values being at least
 // 0, and so does every heavier in-edge after it in the row (docs/design.md, "Rows ordered
