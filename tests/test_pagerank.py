@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import seraph
 from seraph.algorithms import get, pagerank
-from seraph.backends.layout import Layout
+from seraph.backends.layout import REDUCE_SCRATCH, Layout
 from seraph.cli import main
 from seraph.errors import ConfigError, InputError
 from seraph.graph import Graph
@@ -282,13 +282,14 @@ def test_the_verifier_rejects_a_perturbed_answer():
 
 def test_a_delta_budget_counts_its_vectors_and_partial_sums(device):
     """PageRank-delta keeps float64 sums, two float64 vectors (operands, scales), two
-    partial sums a page, and under the weak predictor a state byte a vertex."""
+    partial sums a page, room for its vector steps' reductions, and under the weak
+    predictor a state byte a vertex."""
     graph = build(50, list(range(49)), list(range(1, 50)), page_edges=8)
     plain = Layout.plan(graph, False, None, weights=False)
     for predictor, state_byte in (("none", 0), ("weak", 1)):
         state = Layout.for_run(graph, pagerank.DELTA, predictor, None).state_bytes
         assert state == plain.state_bytes + (4 + 2 * 8 + state_byte) * graph.num_vertices \
-            + 16 * graph.num_pages
+            + 16 * graph.num_pages + REDUCE_SCRATCH
         budget = slots_budget(graph, 2, "delta", predictor)
         with pytest.raises(seraph.DeviceError, match="too small"):
             seraph.pagerank(graph, method="delta", predictor=predictor, device=device,
@@ -304,7 +305,7 @@ def test_a_budget_counts_the_vectors(device):
     graph = build(50, list(range(49)), list(range(1, 50)), page_edges=8)
     plain = Layout.plan(graph, False, None, weights=False)
     state = Layout.for_run(graph, pagerank.SPEC, "none", None).state_bytes
-    assert state == plain.state_bytes + (4 + 3 * 8) * graph.num_vertices
+    assert state == plain.state_bytes + (4 + 3 * 8) * graph.num_vertices + REDUCE_SCRATCH
     with pytest.raises(seraph.DeviceError, match="too small"):
         seraph.pagerank(graph, device=device, device_memory=slots_budget(graph, 2) - 1)
     seraph.pagerank(graph, device=device, device_memory=slots_budget(graph, 2))

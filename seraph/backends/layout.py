@@ -27,6 +27,10 @@ FRONTIER_MIN = 1 << 16
 #: small status arrays, each rounded up to cupy's 512-byte allocation unit.
 MAX_PUSH_BLOCKS = 1024
 DEVICE_SCRATCH = 8 * MAX_PUSH_BLOCKS + (1 << 13)
+#: A summing program's vector steps reduce whole vectors (cupy's sums), whose temporary
+#: storage is one block of the same size at every vector length (42,495 bytes measured
+#: from 2^12 to 2^27 float64 entries, CuPy 14).
+REDUCE_SCRATCH = 1 << 16
 #: Bytes a device keeps per page: its first and last vertex and hub chunk offset, and, per
 #: slot (at most one a page), a launch's window entries and the slot's load sequence number.
 PAGE_BYTES = 64
@@ -76,7 +80,8 @@ class Layout:
         # changed vertices are counted on the device; a symmetric graph's are the CSC's);
         # the push phase's two lists and edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the
         # hub chunk list (none on a graph without hubs); SSSP's lightest in-edge, one byte a
-        # vertex; a summing program's vectors; and a recomputing one's partial sums
+        # vertex; a summing program's vectors and REDUCE_SCRATCH; and a recomputing one's
+        # partial sums
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
         per_vertex = value_bytes + 1 + (1 if weak else 0) + (1 if lightest else 0) + vector_bytes
@@ -84,6 +89,7 @@ class Layout:
         state = n * per_vertex + \
             8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + DEVICE_SCRATCH + \
             PAGE_BYTES * (pages + 1) + hubs.nbytes + \
+            (REDUCE_SCRATCH if vector_bytes else 0) + \
             (16 * pages + 8 * len(hubs.chunks) if recompute else 0)
         slot = graph.page_edges * (8 if weights else 4)
         fields = (state, slot, block_shift, num_blocks, weights, lightest)
