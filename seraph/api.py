@@ -125,11 +125,12 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
 
 
 def run_engine(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig,
-               make_run=Run, reserve: int = 0) -> tuple[np.ndarray, RunStats, Trace]:
-    """:func:`execute` in this process: ``make_run`` makes the :class:`~seraph.scheduler.Run`
-    (a partitioned run's worker makes its own), and ``reserve`` bytes of the memory
-    budget are left to what the run holds besides the backend (a partitioned run's
-    exchange)."""
+               make_run=Run, reserve: int = 0, ready=None) -> tuple[np.ndarray, RunStats, Trace]:
+    """:func:`execute` in this process. A partitioned run's worker runs it on its part with
+    three hooks: ``make_run`` makes the :class:`~seraph.scheduler.Run`, ``reserve`` bytes
+    of the memory budget are left to what the run holds besides the backend (the
+    exchange), and ``ready(layout)``, once the layout is known, returns the layout the
+    plan is chosen by (the workers must all choose the same)."""
     start, compiled_before = time.perf_counter(), compile_seconds()
     device = resolve_device(config.device)
     backend_cls = backend_class(device)
@@ -153,7 +154,8 @@ def run_engine(graph: Graph, algorithm: Algorithm, source: int | None, config: E
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
-    plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
+    plan_layout = layout if ready is None else ready(layout)
+    plan = algorithm.plan(graph, plan_layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
     backend_cls.make_room(graph, layout)
     # Ctrl-C and SIGTERM stop the compiled work within a round (seraph.interrupts); the
@@ -259,7 +261,7 @@ def public_call(function):
         if count:
             from seraph.distributed.launch import call_in_job
 
-            result = call_in_job(function, args, kwargs, count)
+            result = call_in_job(call, args, kwargs, count)  # pickled by its name
         else:
             result = function(*args, **kwargs)
         compiling = compile_seconds() - compiled_before

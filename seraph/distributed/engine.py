@@ -35,6 +35,7 @@ import math
 import os
 import sys
 import time
+import traceback
 from dataclasses import replace
 from functools import partial
 
@@ -68,7 +69,6 @@ class PartRun(Run):
 
     def __init__(self, comm, graph: PartGraph, algorithm, backend, config, predictor,
                  stats, trace, weak_after=None):
-        agree(comm)  # every worker got this far: from here a failure aborts the job
         super().__init__(graph, algorithm, backend, config, predictor, stats, trace,
                          weak_after)
         self.comm = comm
@@ -153,10 +153,10 @@ class PartRun(Run):
         """One push round of ``frontier`` over every worker's out-edges (of its nearest
         bucket where pushes go by delta-stepping); returns what waits to push next, the
         same on every worker."""
-        stats, values = self.stats, self.be.vector("values")
+        stats = self.stats
         rest = frontier[:0]
         if self.delta is not None:
-            held = on_host(values[self.be.xp.asarray(frontier)])
+            held = self._values_of(frontier)
             split = (math.floor(float(held.min()) / self.delta) + 1) * self.delta
             near = held < split
             frontier, rest = frontier[near], frontier[~near]
@@ -175,12 +175,18 @@ class PartRun(Run):
             self.prove(self.rounds_bound())
         elif len(waiting):
             # Every later update descends from a vertex still waiting to push.
-            self.prove(on_host(values[self.be.xp.asarray(waiting)]).min())
+            self.prove(self._values_of(waiting).min())
         stats.log_round("push")
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0, rounds=1,
                        edges=res.edges)
         progress.round_done("push", stats, len(waiting))
         return waiting
+
+    def _values_of(self, vertices: np.ndarray) -> np.ndarray:
+        """The values of ``vertices`` (host ids), in host memory."""
+        be = self.be
+        with be.vector_steps():
+            return on_host(be.vector("values")[be.xp.asarray(vertices)])
 
     def _exchange(self, succeeded: int, minimum) -> Step:
         step = self.x.step(succeeded, minimum)
@@ -201,18 +207,28 @@ class PartRun(Run):
 
 
 # -- the call ---------------------------------------------------------------------------------
-def agree(comm, error: BaseException | None = None) -> None:
-    """The workers' first collective: each says whether it got ready to run; if one did
-    not, every worker raises its error (so that all end alike, and none waits)."""
-    errors = comm.objects(None if error is None else (type(error), str(error)))
-    for worker, found in enumerate(errors):
-        if found is not None:
-            kind, message = found
-            prefix = "" if all(e == found for e in errors) else f"worker {worker}: "
-            raised = kind(prefix + message)
-            raised.collective = True
-            raise raised
+def agree(comm, error: BaseException | None = None, resident: bool = True) -> bool:
+    """The workers' first collective: each says whether it got ready to run (and whether
+    its part is resident); if one did not, every worker raises its error, so that all end
+    alike and none waits. Returns whether every part is resident."""
+    said = comm.objects(("ready", resident) if error is None else
+                        ("error", type(error), str(error)))
+    errors = [(w, s[1:]) for w, s in enumerate(said) if s[0] == "error"]
+    if errors:
+        worker, (kind, message) = errors[0]
+        prefix = "" if len(errors) == comm.size and all(e == errors[0][1] for _, e in errors) \
+            else f"worker {worker}: "
+        raised = kind(prefix + message)
+        raised.collective = True
+        raise raised
     comm.agreed = True
+    return all(s[1] for s in said)
+
+
+def ready(comm, layout):
+    """:func:`seraph.api.run_engine`'s ``ready``: the workers agree (:func:`agree`), and
+    the plan is chosen as for pages that move where any worker's do."""
+    return replace(layout, resident=agree(comm, resident=layout.resident))
 
 
 def job_size(config) -> int:
@@ -236,7 +252,8 @@ def execute_partitioned(graph, algorithm, source, config, run_engine):
         part = part_of(graph, comm.size, comm.rank)
         reserve = device_bytes(graph.num_vertices, algorithm.dtype.itemsize)
         values, stats, trace = run_engine(part, algorithm, source, run_config,
-                                          make_run=partial(PartRun, comm), reserve=reserve)
+                                          make_run=partial(PartRun, comm), reserve=reserve,
+                                          ready=partial(ready, comm))
         stats = merged(comm, stats, part)
     except BaseException as error:
         if not comm.agreed and isinstance(error, SeraphError):
@@ -293,6 +310,8 @@ def stop(comm, error: BaseException) -> None:
         raise error  # no other worker waits for this one
     code = (143 if type(error).__name__ == "Terminated" else 130) if interrupted else 1
     if not interrupted:
+        if progress.verbosity() >= 2:  # -v: where it came from
+            traceback.print_exception(error)
         print(f"seraph: error: worker {comm.rank} of {comm.size} (pid {os.getpid()} on "
               f"{mpi.host_name()}): {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)

@@ -49,15 +49,20 @@ def device_bytes(num_vertices: int, value_bytes: int) -> int:
 @dataclass
 class Changes:
     """The vertices a step lowered on any worker: their ids (sorted, host int64), or, after
-    a dense exchange, a flag per vertex in the backend's memory."""
+    a dense exchange, a flag per vertex in the backend's memory (read on the backend's
+    stream, ``steps``: :meth:`Backend.vector_steps`)."""
 
     count: int
     ids: np.ndarray | None = None
     mask: object | None = None
+    steps: object = None
 
     def vertices(self) -> np.ndarray:
         """The ids, in host memory."""
-        return self.ids if self.ids is not None else np.flatnonzero(on_host(self.mask))
+        if self.ids is not None:
+            return self.ids
+        with self.steps():
+            return np.flatnonzero(on_host(self.mask))
 
     def edges(self, degrees: np.ndarray) -> float:
         """Their out-edges (``degrees``: the whole graph's out-degrees); inf where they are
@@ -140,7 +145,7 @@ class Exchange:
             changed = xp.unique(gathered)
             self.snapshot[changed] = values[changed]
             marks = self._blocks(xp.concatenate(lowered)) if lowered else xp.empty(0, xp.int64)
-        return Changes(len(changed), ids=on_host(changed).astype(np.int64)), on_host(marks)
+            return Changes(len(changed), ids=on_host(changed).astype(np.int64)), on_host(marks)
 
     def _dense(self, own) -> tuple[Changes, np.ndarray]:
         """The value vectors reduced by an elementwise min; the changed flags are this
@@ -155,9 +160,9 @@ class Exchange:
             lowered = self.snapshot < values
             xp.copyto(values, self.snapshot)
             changed |= lowered
-            marks = self._flagged_blocks(lowered)
+            marks = on_host(self._flagged_blocks(lowered))
             count = int(changed.sum())
-        return Changes(count, mask=changed), on_host(marks)
+        return Changes(count, mask=changed, steps=be.vector_steps), marks
 
     def _blocks(self, ids):
         """A vertex of each source block holding one of ``ids`` (what the backend marks)."""

@@ -145,7 +145,7 @@ def _pump(source, target, ending: Ending) -> None:
     """Copies the job's lines to ``target`` as they come, but for the launcher's own report
     of an abnormal end (whose exit string it keeps); remembers a worker's failure line.
     A blank line is held until the next one shows it is not the report's first."""
-    out = getattr(target, "buffer", target)
+    binary = getattr(target, "buffer", None)  # a text stream's bytes, where it has them
     held = b""
     for line in iter(source.readline, b""):
         if ending.stopping:
@@ -162,8 +162,12 @@ def _pump(source, target, ending: Ending) -> None:
         if line.startswith(WORKER_LINE) and ending.worker_line is None:
             ending.worker_line = bare.decode(errors="replace")
         try:
-            out.write(held + line)
-            out.flush()
+            if binary is not None:
+                binary.write(held + line)
+                binary.flush()
+            else:
+                target.write((held + line).decode(errors="replace"))
+                target.flush()
         except (OSError, ValueError):  # the reader went away; the job still runs out
             pass
         held = b""
