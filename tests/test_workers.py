@@ -112,7 +112,7 @@ def seraph_run(*args: str, env=None) -> subprocess.CompletedProcess:
                           env=env or ONE_THREAD, timeout=600)
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", ["bfs", "pagerank"])
 def test_the_command_line_runs_over_workers_and_the_first_prints(store, tmp_path, algorithm):
     entry = ALGORITHMS[algorithm]
     source = ["--source", "5"] if entry.needs_source else []
@@ -187,6 +187,34 @@ def test_what_workers_cannot_run_is_refused_in_one_line(store, args, says):
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(gpus() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_the_command_line_runs_over_two_gpus(store, tmp_path, three_slots, algorithm):
+    entry = ALGORITHMS[algorithm]
+    source = ["--source", "5"] if entry.needs_source else []
+    one, two = tmp_path / "one.npy", tmp_path / "two.npy"
+    # Paged on each GPU: three slots' worth of the graph's budget, the exchange's room more.
+    memory = str(int(three_slots(store, algorithm)) + (1 << 20))
+    alone = seraph_run(algorithm, str(store), *source, "--device", "cuda", "--gpu-memory",
+                       memory, "--output", str(one))
+    assert alone.returncode == 0, alone.stderr
+    done = seraph_run(algorithm, str(store), *source, "--gpus", "2", "--gpu-memory", memory,
+                      "--validate", "--output", str(two), "--json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    out = json.loads(done.stdout)
+    assert out["validation"] == "ok"
+    workers = out["stats"]["workers"]
+    assert [w["device"] for w in workers] == ["cuda", "cuda"]
+    assert all(w["peak_device_memory"] <= int(memory) for w in workers)
+    if entry.spec.combine == "sum":
+        np.testing.assert_allclose(np.load(two), np.load(one), rtol=1e-9, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(np.load(two), np.load(one))
 
 
 # -- faults ----------------------------------------------------------------------------------
@@ -352,6 +380,15 @@ def test_a_worker_killed_during_an_api_call_raises(chain, monkeypatch):
                                           "SIGKILL"):
         seraph.bfs(path, first, workers=2, push_alpha=0, predictor="none")
     assert killed and job_folders() == before
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(gpus() < 2, reason="needs two GPUs")
+def test_the_api_runs_over_two_gpus(store):
+    graph = seraph.open_graph(store)
+    got = seraph.sssp(graph, 5, devices=[0, 1])
+    np.testing.assert_array_equal(got.distances, seraph.sssp(graph, 5, device="cuda").distances)
+    assert len(got.stats.workers) == 2
 
 
 # -- the parts, without MPI -----------------------------------------------------------------

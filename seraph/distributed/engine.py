@@ -271,6 +271,7 @@ def workers_comm(config, world):
     if config.devices is None:
         return comm
     try:
+        mpi.check_nccl()
         gpu = select_gpu(config.devices, world)
     except SeraphError as error:
         agree(comm, error)  # raises it on every worker

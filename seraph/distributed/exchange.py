@@ -29,9 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 #: A sparse exchange is chosen while the gathered ids and values take at most this share of
-#: one value vector's bytes (a dense one moves the whole vector): so it also holds no more
-#: than that on a device.
-SPARSE_SHARE = 0.5
+#: one value vector's bytes (a dense one moves the whole vector), so that its buffers (the
+#: gathered ids and values, and their copies on the way) take less room on a device than a
+#: second value vector.
+SPARSE_SHARE = 0.25
 
 
 def on_host(array) -> np.ndarray:
@@ -41,9 +42,9 @@ def on_host(array) -> np.ndarray:
 
 def device_bytes(num_vertices: int, value_bytes: int) -> int:
     """The most device memory an exchange holds besides the backend's own: the copy of the
-    values, two flags a vertex and the gathered changes (at most :data:`SPARSE_SHARE` of a
-    value vector), and their block flags."""
-    return int(num_vertices * (value_bytes * (1 + SPARSE_SHARE) + 3)) + (1 << 16)
+    values, and either a sparse exchange's buffers (less than a value vector) or a dense
+    one's three flags a vertex."""
+    return num_vertices * (2 * value_bytes + 3) + (1 << 16)
 
 
 @dataclass

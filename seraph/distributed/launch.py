@@ -67,7 +67,12 @@ def processes(config) -> int:
                           "'[cuda12]'") from None
     except Exception as e:  # cupy's own runtime errors, where no driver is present
         raise DeviceError(f"no usable GPU ({e})") from None
-    return len(gpu_ids(config.devices, visible))
+    count = len(gpu_ids(config.devices, visible))
+    if count > 1:
+        from seraph.distributed.mpi import check_nccl
+
+        check_nccl()
+    return count
 
 
 def command(count: int, argv: list[str]) -> list[str]:

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from seraph.errors import ConfigError
+from seraph.errors import ConfigError, DeviceError
 
 #: Variables an MPI launcher sets in each process it starts: MPICH's Hydra (and Intel
 #: MPI, MVAPICH), Open MPI, and PMIx launchers (Slurm's srun among them).
@@ -144,8 +144,7 @@ class DeviceComm(HostComm):
         self.xp = cp
         self._types = {np.dtype(np.int32): nccl.NCCL_INT32, np.dtype(np.int64): nccl.NCCL_INT64,
                        np.dtype(np.float32): nccl.NCCL_FLOAT32,
-                       np.dtype(np.float64): nccl.NCCL_FLOAT64,
-                       np.dtype(np.bool_): nccl.NCCL_UINT8}
+                       np.dtype(np.float64): nccl.NCCL_FLOAT64}
 
     def _stream(self) -> int:
         return self.cp.cuda.get_current_stream().ptr
@@ -172,6 +171,17 @@ class DeviceComm(HostComm):
                                     {"min": nccl.NCCL_MIN, "sum": nccl.NCCL_SUM}[op],
                                     self._stream())
         self.bytes += array.nbytes
+
+
+def check_nccl() -> None:
+    """Refuses GPUs as workers where cupy finds no NCCL."""
+    try:
+        from cupy.cuda import nccl
+    except ImportError:
+        nccl = None
+    if nccl is None or not nccl.available:
+        raise DeviceError("several GPUs exchange their values over NCCL, which cupy does not "
+                          "find: pip install nvidia-nccl-cu12 (or -cu13, as your cupy)")
 
 
 _device_comms: dict[int, DeviceComm] = {}
