@@ -329,8 +329,9 @@ _worker = _follower = False
 
 def _join_workers() -> None:
     """In a multi-worker run's MPI job, every worker but the first keeps quiet: no output,
-    notes or error lines (the first prints the same). None says that a signal stopped it:
-    its guard, or the launcher, says which worker it was."""
+    notes or error lines (the first prints the same). No worker prints that a signal
+    stopped it: its guard (or the launcher) names the worker, or the process that started
+    them all says it was interrupted."""
     global _worker, _follower
     from seraph.distributed.mpi import job_rank
 

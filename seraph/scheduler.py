@@ -102,6 +102,7 @@ class EngineConfig:
                               "predictor weak or combined (or auto)")
 
     def _check_workers(self) -> None:
+        """Refuses workers or devices named wrongly, or with a device they cannot use."""
         def whole(x) -> bool:
             return isinstance(x, int) and not isinstance(x, bool) and x >= 1
 
