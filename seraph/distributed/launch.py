@@ -114,8 +114,9 @@ def run_job(line: list[str]) -> Ending:
     handler raises) is passed on to the job, which gets :data:`STOP_SECONDS` to end."""
     ending = Ending(0)
     # A session of its own: a terminal's Ctrl-C reaches this process, which passes it on.
-    job = subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           start_new_session=True)
+    # No input: mpiexec would pass this process's input on to the first worker.
+    job = subprocess.Popen(line, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, start_new_session=True)
     pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, ending), daemon=True),
              threading.Thread(target=_pump, args=(job.stderr, sys.stderr, ending), daemon=True)]
     for pump in pumps:
