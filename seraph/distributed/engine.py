@@ -44,6 +44,7 @@ import numpy as np
 from seraph import interrupts, progress
 from seraph.backends.caches import out_degrees
 from seraph.backends.cpu.push import default_delta
+from seraph.backends.layout import frontier_capacity
 from seraph.distributed import mpi
 from seraph.distributed.exchange import Exchange, Step, device_bytes, on_host
 from seraph.distributed.guard import GUARDED
@@ -169,7 +170,10 @@ class PartRun(Run):
         stats.edges_pushed += res.edges
         stats.updates_succeeded += res.succeeded
         stats.sparse_time += time.perf_counter() - start
-        step = self._exchange(res.succeeded, self.alg.inf)
+        # The round's next frontier is every vertex it lowered, unless a device's list of
+        # them ran out of room.
+        listed = len(res.frontier) < frontier_capacity(self.g.num_vertices)
+        step = self._exchange(res.succeeded, self.alg.inf, res.frontier if listed else None)
         waiting = np.union1d(rest, step.changes.vertices())
         if self.alg.strong_rule.counts_rounds:
             self.prove(self.rounds_bound())
@@ -188,8 +192,8 @@ class PartRun(Run):
         with be.vector_steps():
             return on_host(be.vector("values")[be.xp.asarray(vertices)])
 
-    def _exchange(self, succeeded: int, minimum) -> Step:
-        step = self.x.step(succeeded, minimum)
+    def _exchange(self, succeeded: int, minimum, lowered=None) -> Step:
+        step = self.x.step(succeeded, minimum, lowered)
         self.stats.exchange_time = self.x.time
         if len(step.marks):
             self.epoch += 1  # pages swept before another worker's changes are active

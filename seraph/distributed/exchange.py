@@ -13,7 +13,8 @@ changed, on the strong threshold and on the next step:
 
 A worker tells which of its values it lowered by comparing them with a copy of the values
 as they were after the last exchange (the same on every worker): the same test whatever
-lowered them (a sweep, a bottom-up pull, a push). A summing program's sums are added up
+lowered them (a sweep, a bottom-up pull, a push); a push round, which lists the vertices
+it lowered (its next frontier), passes them instead. A summing program's sums are added up
 over the workers (:meth:`Exchange.sum`).
 
 The collectives are :mod:`seraph.distributed.mpi`'s, on the backend's arrays (``be.xp``:
@@ -102,37 +103,43 @@ class Exchange:
         with self.be.vector_steps():
             self.xp.copyto(self.snapshot, self.be.vector("values"))
 
-    def step(self, succeeded: int, minimum) -> Step:
+    def step(self, succeeded: int, minimum, lowered=None) -> Step:
         """The exchange after a step in which this worker's round succeeded ``succeeded``
-        times, writing no value below ``minimum``."""
+        times, writing no value below ``minimum``; ``lowered``, where the step knows them
+        (a push round's next frontier), are the vertices it lowered, so that a step of a
+        few changes costs no pass over the part's values."""
         start = time.perf_counter()
         be, comm = self.be, self.comm
         values = be.vector("values")
         with be.vector_steps():
-            own = values[self.lo:self.hi] < self.snapshot[self.lo:self.hi]
-            count = int(own.sum())
+            if lowered is None:
+                own = values[self.lo:self.hi] < self.snapshot[self.lo:self.hi]
+                count = int(own.sum())
+            else:
+                own, count = self.xp.asarray(lowered), len(lowered)
         rows = comm.rows([count, succeeded, float(minimum)])
         counts = rows[:, 0].astype(np.int64).tolist()
         item = values.itemsize
         if sum(counts) == 0:
             changes, marks = Changes(0, ids=np.empty(0, np.int64)), np.empty(0, np.int64)
         elif comm.size * max(counts) * (4 + item) <= SPARSE_SHARE * len(values) * item:
-            changes, marks = self._sparse(own, counts)
+            changes, marks = self._sparse(own, counts, lowered is not None)
         else:
-            changes, marks = self._dense(own)
+            changes, marks = self._dense(own, lowered is not None)
         del own
         self.time += time.perf_counter() - start
         return Step(changes, int(rows[:, 1].sum()), float(rows[:, 2].min()), marks)
 
-    def _sparse(self, own, counts: list[int]) -> tuple[Changes, np.ndarray]:
-        """Each worker's lowered vertices and values, gathered by all; each takes the
+    def _sparse(self, own, counts: list[int], listed: bool) -> tuple[Changes, np.ndarray]:
+        """Each worker's lowered vertices and values (``own``: their ids where ``listed``,
+        else a flag for each of its part's vertices), gathered by all; each takes the
         smaller value of every vertex another worker lowered (a worker lists a vertex once,
         so worker by worker no vertex repeats within an assignment)."""
         be, xp, comm = self.be, self.xp, self.comm
         values = be.vector("values")
         ends = np.cumsum([0, *counts])
         with be.vector_steps():
-            ids = (xp.flatnonzero(own) + self.lo).astype(xp.int32)
+            ids = (own if listed else xp.flatnonzero(own) + self.lo).astype(xp.int32)
             gathered = comm.allgatherv(ids, counts)
             offered = comm.allgatherv(values[ids], counts)
             lowered = []
@@ -148,14 +155,18 @@ class Exchange:
             marks = self._blocks(xp.concatenate(lowered)) if lowered else xp.empty(0, xp.int64)
             return Changes(len(changed), ids=on_host(changed).astype(np.int64)), on_host(marks)
 
-    def _dense(self, own) -> tuple[Changes, np.ndarray]:
+    def _dense(self, own, listed: bool) -> tuple[Changes, np.ndarray]:
         """The value vectors reduced by an elementwise min; the changed flags are this
-        worker's own and those where another worker's value was smaller."""
+        worker's own (``own``: their ids where ``listed``, else a flag for each of its
+        part's vertices) and those where another worker's value was smaller."""
         be, xp, comm = self.be, self.xp, self.comm
         values = be.vector("values")
         with be.vector_steps():
             changed = xp.zeros(len(values), dtype=xp.bool_)
-            changed[self.lo:self.hi] = own
+            if listed:
+                changed[own] = True
+            else:
+                changed[self.lo:self.hi] = own
             xp.copyto(self.snapshot, values)
             comm.allreduce(self.snapshot, "min")
             lowered = self.snapshot < values
