@@ -52,6 +52,7 @@ from seraph.distributed.parts import PartGraph, check_parts, part_of
 from seraph.errors import ConfigError, SeraphError
 from seraph.predictors import WITH_DIAGRAM
 from seraph.scheduler import Run
+from seraph.spec import MIN
 from seraph.stats import RunStats
 
 #: RunStats counters that add up over the workers.
@@ -96,6 +97,13 @@ class PartRun(Run):
     def execute(self, frontier) -> None:
         """Runs to convergence from ``frontier``, the vertices whose values start changed
         (None: every vertex); the workers' frontiers are joined."""
+        if self.alg.combine != MIN:
+            # The exchange takes minima: a program of another combine that runs rounds
+            # would be summed wrongly. Every worker raises it here alike.
+            refused = ConfigError(f"{self.alg.name}'s rounds do not run over several "
+                                  "workers: run it in one process")
+            refused.collective = True
+            raise refused
         self.x.restart()
         frontiers = self.comm.objects(frontier)
         if any(f is None for f in frontiers):
