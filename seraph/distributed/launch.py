@@ -10,8 +10,8 @@ already, and saying how the job ended (docs/design.md, "Many workers").
   (:func:`call_in_job`).
 
 ``mpiexec`` is the one installed beside this Python (the ``mpich`` wheel's), else the
-first on the PATH. On Linux each worker runs under a guard (:mod:`seraph.distributed.guard`)
-that names a worker a signal killed. The job's output passes through, without the
+first on the PATH. With the wheel's, on Linux, each worker runs under a guard
+(:mod:`seraph.distributed.guard`) that names a worker a signal killed. The job's output passes through, without the
 launcher's own report of an abnormal end (the worker's line says it). Ctrl-C and SIGTERM
 are passed on to ``mpiexec``, which passes them to every worker.
 """
@@ -76,15 +76,25 @@ def processes(config) -> int:
 
 
 def command(count: int, argv: list[str]) -> list[str]:
-    """``mpiexec`` running ``python argv`` in ``count`` processes (each under its guard on
-    Linux), with numba's threads shared out among them unless the caller chose a number."""
-    line = [mpiexec(), "-n", str(count)]
-    if "NUMBA_NUM_THREADS" not in os.environ:
+    """``mpiexec`` running ``python argv`` in ``count`` processes, each under its guard
+    where that ``mpiexec`` is the mpich wheel's (Hydra's, whose connection the guard hands
+    on) on Linux."""
+    launcher = mpiexec()
+    guarded = sys.platform.startswith("linux") and \
+        Path(launcher) == Path(sys.executable).parent / "mpiexec"
+    guard = ["-m", "seraph.distributed.guard"] if guarded else []
+    return [launcher, "-n", str(count), sys.executable, *guard, *argv]
+
+
+def environment(count: int) -> dict[str, str]:
+    """The job's environment: this one, with numba's threads shared out among the
+    ``count`` workers unless the caller chose a number."""
+    env = dict(os.environ)
+    if "NUMBA_NUM_THREADS" not in env:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
             os.cpu_count() or 1
-        line += ["-genv", "NUMBA_NUM_THREADS", str(max(1, cores // count))]
-    guard = ["-m", "seraph.distributed.guard"] if sys.platform.startswith("linux") else []
-    return line + [sys.executable, *guard, *argv]
+        env["NUMBA_NUM_THREADS"] = str(max(1, cores // count))
+    return env
 
 
 @dataclass
@@ -108,14 +118,15 @@ class Ending:
                "every worker"
 
 
-def run_job(line: list[str]) -> Ending:
-    """Runs ``line`` (an ``mpiexec`` command) to its end, its output passing through; a
-    signal that stops this process (KeyboardInterrupt, or another BaseException its
+def run_job(count: int, argv: list[str]) -> Ending:
+    """Runs ``python argv`` over ``count`` workers to its end, its output passing through;
+    a signal that stops this process (KeyboardInterrupt, or another BaseException its
     handler raises) is passed on to the job, which gets :data:`STOP_SECONDS` to end."""
     ending = Ending(0)
     # A session of its own: a terminal's Ctrl-C reaches this process, which passes it on.
     # No input: mpiexec would pass this process's input on to the first worker.
-    job = subprocess.Popen(line, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    job = subprocess.Popen(command(count, argv), env=environment(count),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, start_new_session=True)
     pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, ending), daemon=True),
              threading.Thread(target=_pump, args=(job.stderr, sys.stderr, ending), daemon=True)]
@@ -184,7 +195,7 @@ def run_command(argv: list[str], count: int) -> int:
     """``seraph ARGV`` over ``count`` workers; its exit status: the job's when it ended by
     itself (0, or 2 for an error every worker met, which the first one printed), else 1
     after one line on what ended it."""
-    ending = run_job(command(count, ["-m", "seraph", *argv]))
+    ending = run_job(count, ["-m", "seraph", *argv])
     if ending.status in (0, 2) and ending.worker_line is None:
         return ending.status
     if ending.worker_line is None:
@@ -201,7 +212,7 @@ def call_in_job(function, args: tuple, kwargs: dict, count: int):
         args, kwargs = _shared_graph(args, kwargs, folder)
         with open(folder / "call.pickle", "wb") as f:
             pickle.dump((function, args, kwargs), f)
-        ending = run_job(command(count, ["-m", "seraph.distributed.job", str(folder)]))
+        ending = run_job(count, ["-m", "seraph.distributed.job", str(folder)])
         for name in ("result", "error"):
             path = folder / f"{name}.pickle"
             if ending.status in (0, 2) and ending.worker_line is None and path.exists():
