@@ -11,9 +11,10 @@ already, and saying how the job ended (docs/design.md, "Many workers").
 
 ``mpiexec`` is the one installed beside this Python (the ``mpich`` wheel's), else the
 first on the PATH. With the wheel's, on Linux, each worker runs under a guard
-(:mod:`seraph.distributed.guard`) that names a worker a signal killed. The job's output passes through, without the
-launcher's own report of an abnormal end (the worker's line says it). Ctrl-C and SIGTERM
-are passed on to ``mpiexec``, which passes them to every worker.
+(:mod:`seraph.distributed.guard`) that names a worker a signal killed. The job's output
+passes through, without the launcher's own report of an abnormal end (the worker's line
+says it). Ctrl-C and SIGTERM are passed on to ``mpiexec``, which passes them to every
+worker.
 """
 
 from __future__ import annotations
