@@ -114,13 +114,31 @@ def as_graph(graph) -> Graph:
 def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig
             ) -> tuple[np.ndarray, RunStats, Trace]:
     """Runs an algorithm's plan (:class:`~seraph.spec.Plan`) to convergence; returns the
-    values as the algorithm's :class:`~seraph.spec.Output` says."""
+    values as the algorithm's :class:`~seraph.spec.Output` says. With several workers
+    (``config.workers``, ``config.devices``) this process is one of them, and the call is
+    collective over its MPI job (:mod:`seraph.distributed.engine`)."""
+    if config.partitioned:
+        from seraph.distributed.engine import execute_partitioned
+
+        return execute_partitioned(graph, algorithm, source, config, run_engine)
+    return run_engine(graph, algorithm, source, config)
+
+
+def run_engine(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig,
+               make_run=Run, reserve: int = 0, ready=None) -> tuple[np.ndarray, RunStats, Trace]:
+    """:func:`execute` in this process. A partitioned run's worker runs it on its part with
+    three hooks: ``make_run`` makes the :class:`~seraph.scheduler.Run`, ``reserve`` bytes
+    of the memory budget are left to what the run holds besides the backend (the
+    exchange), and ``ready(layout)``, once the layout is known, returns the layout the
+    plan is chosen by (the workers must all choose the same)."""
     start, compiled_before = time.perf_counter(), compile_seconds()
     device = resolve_device(config.device)
     backend_cls = backend_class(device)
     budget = config.device_memory
     if budget is None:
         budget = backend_cls.default_budget(graph)
+    if budget is not None:
+        budget -= reserve
     predictor, weak_after, layout = predictor_and_layout(graph, algorithm, config,
                                                          backend_cls, budget)
     table, initial_state = None, 0
@@ -136,7 +154,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                      num_edges=graph.num_edges, num_pages=graph.num_pages,
                      num_slots=layout.num_slots, resident=layout.resident)
     trace = Trace(enabled=config.trace)
-    plan = algorithm.plan(graph, layout, config) if algorithm.plan else None
+    plan_layout = layout if ready is None else ready(layout)
+    plan = algorithm.plan(graph, plan_layout, config) if algorithm.plan else None
     plan = plan or algorithm.simple_plan(source)
     backend_cls.make_room(graph, layout)
     # Ctrl-C and SIGTERM stop the compiled work within a round (seraph.interrupts); the
@@ -146,8 +165,8 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
                                      initial_state)
         try:
             backend.init_values(plan.source)
-            run = Run(graph, plan.algorithm, backend, config, predictor, stats, trace,
-                      weak_after=weak_after)
+            run = make_run(graph, plan.algorithm, backend, config, predictor, stats, trace,
+                           weak_after=weak_after)
             stats.setup_time = time.perf_counter() - start - \
                 (compile_seconds() - compiled_before)
             plan.drive(run)
@@ -231,15 +250,41 @@ def input_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
 
 def public_call(function):
     """Marks an algorithm's public function: its result's ``stats.call_time`` is then the
-    whole call, what the user waits for, compiling left out as in ``wall_time``."""
+    whole call, what the user waits for, compiling left out as in ``wall_time``. A call
+    that asks for several workers (``workers``, ``devices``, in its options or config)
+    from outside an MPI job runs over them under ``mpiexec``
+    (:func:`seraph.distributed.launch.call_in_job`); inside one, it is collective."""
     @functools.wraps(function)
     def call(*args, **kwargs):
         start, compiled_before = time.perf_counter(), compile_seconds()
-        result = function(*args, **kwargs)
+        count = _workers_to_start(kwargs)
+        if count:
+            from seraph.distributed.launch import call_in_job
+
+            result = call_in_job(call, args, kwargs, count)  # pickled by its name
+        else:
+            result = function(*args, **kwargs)
         compiling = compile_seconds() - compiled_before
         result.stats.call_time = time.perf_counter() - start - compiling
         return result
     return call
+
+
+def _workers_to_start(options: dict) -> int:
+    """The worker processes to start for a call with these options: none where it asks for
+    one process, or where this process is in an MPI job already (whose processes are the
+    workers)."""
+    config = options.get("config")
+    workers = options.get("workers", getattr(config, "workers", None))
+    devices = options.get("devices", getattr(config, "devices", None))
+    if (workers or 1) <= 1 and devices is None:
+        return 0
+    from seraph.distributed import launch
+    from seraph.distributed.mpi import in_job
+
+    if in_job():
+        return 0
+    return launch.processes(config or make_config(workers=workers, devices=devices))
 
 
 def run_config(path: str | os.PathLike | None, **overrides) -> EngineConfig:

@@ -307,7 +307,56 @@ def _engine_options(args: argparse.Namespace, device_memory: int | None) -> dict
     return {"schedule": args.schedule, "predictor": args.predictor, "diagram": args.diagram,
             "device": args.device, "device_memory": device_memory,
             "push_alpha": args.push_alpha, "push_on": args.push_on,
-            "components": args.components, "trace": bool(args.trace) or None}
+            "components": args.components, "trace": bool(args.trace) or None,
+            "workers": args.workers, "devices": _parse_gpus(args.gpus)}
+
+
+def _parse_gpus(text: str | None):
+    """``--gpus``: ids separated by commas (0,1), a count (2: the first two) or all."""
+    if text is None or text == "all":
+        return text
+    try:
+        return tuple(int(p) for p in text.split(",") if p) if "," in text else int(text)
+    except ValueError:
+        raise ConfigError(f"--gpus {text}: give GPU ids separated by commas (0,1), a count "
+                          "(2: the first two) or all") from None
+
+
+#: Whether this process is a worker of a multi-worker run (:func:`_join_workers`), and
+#: one other than the first, which prints for them all.
+_worker = _follower = False
+
+
+def _join_workers() -> None:
+    """In a multi-worker run's MPI job, every worker but the first keeps quiet: no output,
+    notes or error lines (the first prints the same). No worker prints that a signal
+    stopped it: its guard (or the launcher) names the worker, or the process that started
+    them all says it was interrupted."""
+    global _worker, _follower
+    from seraph.distributed.mpi import job_rank
+
+    _worker = True
+    if job_rank() not in (None, 0):
+        _follower = True
+        progress.set_verbosity(0)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the process's life)
+
+
+def _run_on_workers(args: argparse.Namespace, graph, config, sources: list) -> int:
+    """This command over its workers: ``mpiexec`` runs it again in each, where it finds
+    itself in an MPI job (docs/design.md, "Many workers"). What the workers would refuse
+    alike is refused here first, in one line."""
+    from seraph.distributed import launch
+    from seraph.distributed.engine import partitioned_config
+    from seraph.distributed.parts import check_parts
+
+    count = launch.processes(config)
+    check_parts(graph, count, "--gpus" if config.devices is not None else "--workers")
+    partitioned_config(config, ALGORITHMS[args.algorithm].spec)
+    for source in sources:
+        if source is not None:
+            graph.vertex_index(source)
+    return launch.run_command(args.argv, count)
 
 
 def _parse_sources(text: str) -> list[int]:
@@ -357,26 +406,45 @@ def _check_run_options(args: argparse.Namespace) -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        return _cmd_run(args)
+    except BaseException as error:
+        from seraph.distributed.mpi import in_job
+
+        if in_job():
+            from seraph.distributed.engine import end_alone
+
+            end_alone(error)  # a failure of this worker alone ends the whole job
+        raise
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
     import seraph
     from seraph.api import load_config, run_config
+    from seraph.distributed.mpi import in_job
 
     many = _check_run_options(args)
     sources = _parse_sources(args.sources) if args.sources is not None else None
     memory = None if args.gpu_memory is None else parse_size(args.gpu_memory, "--gpu-memory")
     config = run_config(args.config, **_engine_options(args, memory))
+    if config.partitioned and in_job():
+        _join_workers()
     graph = seraph.open_graph(args.store)
     if many:
         if sources is None:
             from seraph.sources import random_sources
 
             sources = random_sources(graph, args.random_sources, args.seed)
-        return _run_many(args, graph, sources, config)
-    source = args.source
-    if source is None and args.config and ALGORITHMS[args.algorithm].needs_source:
-        source = load_config(args.config).get("source")
-    if source is None and ALGORITHMS[args.algorithm].needs_source:
-        source = int(graph.vertex_ids[0])
-    return _run_one(args, graph, source, config)
+    else:
+        source = args.source
+        if source is None and args.config and ALGORITHMS[args.algorithm].needs_source:
+            source = load_config(args.config).get("source")
+        if source is None and ALGORITHMS[args.algorithm].needs_source:
+            source = int(graph.vertex_ids[0])
+    if config.partitioned and not in_job():
+        return _run_on_workers(args, graph, config, sources if many else [source])
+    return _run_many(args, graph, sources, config) if many else \
+        _run_one(args, graph, source, config)
 
 
 def _validate(graph, algorithm: str, values, source, predecessors,
@@ -398,6 +466,8 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
         res, values = run_algorithm(graph, args.algorithm, source, config, args.predecessors,
                                     options)
     preds = getattr(res, "predecessors", None)
+    if _follower:
+        return 0  # the first worker writes and prints
     if args.output:
         _save(args.output, graph, values, preds)
     if args.trace:
@@ -441,11 +511,12 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
 
     names = [f"{kind}_{s}" for s in sources
              for kind in ("source", *(("predecessors",) if args.predecessors else ()))]
-    output = _ManyOutput(Path(args.output), graph, names) if args.output else None
+    output = _ManyOutput(Path(args.output), graph, names) if args.output and not _follower \
+        else None
     for source in sources:
         graph.vertex_index(source)  # a bad id fails before the first run, not in its own
     runs = []
-    table = None if args.json else _Table(args, graph, sources)
+    table = None if args.json or _follower else _Table(args, graph, sources)
     with output if output is not None else contextlib.nullcontext():
         for i, source in enumerate(sources, 1):
             with progress.watch_rounds(f"source {source} ({i}/{len(sources)}): "):
@@ -458,12 +529,14 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
             run = {"source": source, "time": res.stats.call_time,
                    "reached": _reached(args.algorithm, values), "rounds": res.stats.rounds,
                    "pages_transferred": res.stats.pages_transferred}
-            if args.validate:
+            if args.validate and not _follower:
                 run["validation"] = _validate(graph, args.algorithm, values, source,
                                               res.predecessors)
             runs.append((run, res.stats))
             if table is not None:
                 table.row(run)
+    if _follower:
+        return 0  # the first worker prints
     times = [run["time"] for run, _ in runs]
     summary = {"sources": len(runs), "median_time": statistics.median(times),
                "max_time": max(times)}
@@ -698,6 +771,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory", "--device-memory", dest="gpu_memory", default=None,
                    help="device memory budget, e.g. 4GiB; smaller than the graph forces "
                         "paging (default: most of the GPU's free memory; no cap on the CPU)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="split the graph's pages among N CPU worker processes, started by "
+                        "mpiexec (or run as the ranks of your own mpiexec job); needs "
+                        "pip install 'seraph-graph[mpi]' (default: this process alone)")
+    p.add_argument("--gpus", default=None, metavar="IDS|N|all",
+                   help="split the graph's pages among GPUs, one worker process each: ids "
+                        "(0,1), a count (2: the first two) or all; --gpu-memory is each "
+                        "GPU's (default: one GPU)")
     p.add_argument("--schedule", default=None, choices=SCHEDULES,
                    help=f"how rounds are cut into windows (default: {engine.schedule})")
     p.add_argument("--predictor", default=None, choices=PREDICTORS,
@@ -838,6 +919,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
         args.command_line = _command_line(argv)
         progress.set_verbosity(0 if args.quiet else 2 if args.verbose else 1)
         from seraph.compiling import (
@@ -855,7 +937,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except SeraphError as e:
-        print(f"seraph: error: {e}", file=sys.stderr)
+        if not _follower:
+            print(f"seraph: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader (e.g. `head`) has what it wanted. Python would still flush stdout at
@@ -870,7 +953,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         what, code = (("terminated", 143) if isinstance(interrupt, Terminated)
                       else ("interrupted", 130))
-        print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
+        if not _worker:
+            print(f"seraph: {what}; no partial output was left behind", file=sys.stderr)
         return code
     finally:
         sys.unraisablehook = previous_hook

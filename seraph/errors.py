@@ -26,3 +26,8 @@ class DeviceError(SeraphError):
 
 class DeviceWarning(RuntimeWarning):
     """A run falls back from the GPU to the CPU backend (the CLI prints it as a note)."""
+
+
+class WorkerError(SeraphError):
+    """A worker of a multi-worker query failed (killed, out of memory, an error of its own):
+    the query was stopped on every worker."""

@@ -206,9 +206,13 @@ class Graph:
         """Frees what GPU runs keep on the device for this graph between runs (its CSC
         index and, while it fits, every page); the next GPU run uploads them again. They
         are freed with the graph too."""
-        held = self.__dict__.get("_engine_cache", {}).pop("device", None)
+        cache = self.__dict__.get("_engine_cache", {})
+        held = cache.pop("device", None)
         if held is not None:
             held.release()
+        for part in cache.values():  # a part of it (several workers) holds its own
+            if isinstance(part, Graph):
+                part.release_device_memory()
 
     def to_scipy(self) -> sp.csr_array:
         """The adjacency matrix (row u, column v for edge u -> v), as csgraph expects."""

@@ -65,6 +65,7 @@ def iterate(run: Run, program: SummingProgram) -> None:
             program.fill_operand(be)
             accumulator.fill(0)
         gather(run, operand, accumulator)
+        run.sums_gathered(accumulator)
         with be.vector_steps():
             stats.change = float(program.apply(be))
         stats.rounds += 1

@@ -58,7 +58,17 @@ class EngineConfig:
     max_reentries: int = 8
     reentry_sweeps: int = 4
     trace: bool = False
+    #: Several workers split the pages of one query (docs/design.md, "Many workers"): CPU
+    #: worker processes, or GPUs, one process each, by id (a list), by count (the first
+    #: ones) or "all". None: this process alone.
+    workers: int | None = None
+    devices: tuple[int, ...] | int | str | None = None
     extra: dict = field(default_factory=dict)
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the query runs over several workers (or on GPUs named by ``devices``)."""
+        return (self.workers or 1) > 1 or self.devices is not None
 
     @property
     def policy(self) -> Schedule:
@@ -85,10 +95,37 @@ class EngineConfig:
             raise ConfigError("max_reentries and reentry_sweeps must be at least 1")
         if self.diagram is not None:
             load_diagram(self.diagram)  # a bad diagram fails now, whichever predictor runs
+        self._check_workers()
         if self.diagram is not None and self.predictor in ("strong", "none"):
             raise ConfigError(f"a diagram describes the weak predictor's states, and predictor "
                               f"{self.predictor!r} does not use one: drop the diagram or use "
                               "predictor weak or combined (or auto)")
+
+    def _check_workers(self) -> None:
+        """Refuses workers or devices named wrongly, or with a device they cannot use."""
+        def whole(x) -> bool:
+            return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+        if self.workers is not None and not whole(self.workers):
+            raise ConfigError(f"workers must be a whole number of at least 1, got "
+                              f"{self.workers!r}")
+        if isinstance(self.devices, list):
+            self.devices = tuple(self.devices)
+        if self.devices is not None and not (
+                self.devices == "all" or whole(self.devices) or isinstance(self.devices, tuple)
+                and self.devices and all(isinstance(d, int) and not isinstance(d, bool)
+                                         and d >= 0 for d in self.devices)
+                and len(set(self.devices)) == len(self.devices)):
+            raise ConfigError(f"devices names GPUs: distinct ids (e.g. [0, 1]), a count, or "
+                              f"'all'; got {self.devices!r}")
+        if self.devices is not None and self.workers is not None:
+            raise ConfigError("workers are CPU processes and devices GPUs: give one of them")
+        if (self.workers or 1) > 1 and self.device == "cuda":
+            raise ConfigError("workers run on the CPU; for several GPUs name them with "
+                              "devices (--gpus)")
+        if self.devices is not None and self.device == "cpu":
+            raise ConfigError("devices name GPUs, but the device is cpu: drop one of them "
+                              "(workers=N runs CPU worker processes)")
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
         if algorithm.combine == SUM and algorithm.recompute is None:
@@ -214,6 +251,10 @@ class Run:
             self.predictor |= WEAK
             self.stats.predictor = "combined"
             self.weak_after = None
+
+    def sums_gathered(self, sums) -> None:
+        """A summing iteration summed every page of this run into ``sums`` (a partitioned
+        run's worker adds the others' sums here)."""
 
     def values_changed_outside(self) -> None:
         """The values changed outside a round (a plan's own step, as CC's labelling after

@@ -76,6 +76,14 @@ class RunStats:
     gteps: float = 0.0
     peak_host_memory: int = 0
     peak_device_memory: int = 0
+    #: Several workers (docs/design.md, "Many workers"): the time in the exchanges between
+    #: rounds (waiting for the other workers included; the largest worker's), the bytes of
+    #: values received (all workers'), and each worker's own figures (its pages, edges,
+    #: vertices, pages moved, bytes, exchange, peaks), in rank order. The counters above
+    #: are the workers' sums, the times and peaks the largest worker's.
+    exchange_time: float = 0.0
+    exchange_bytes: int = 0
+    workers: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

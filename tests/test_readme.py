@@ -15,7 +15,9 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 #: The README's sizes, and the tiny ones the test runs instead.
 TINY = {"--scale 22": "--scale 8", "--rows 1024 --cols 1024": "--rows 16 --cols 16",
-        "seraph demo": "seraph demo --scale 6"}
+        "seraph demo": "seraph demo --scale 6",
+        # Several workers need a page each: a small graph in small pages.
+        "--scale 20": "--scale 9", "--page-edges 1048576 -o rmat20": "--page-edges 1024 -o rmat20"}
 
 #: Commands not run here, and why: a line is skipped if it starts with one of these.
 SKIPPED = {
@@ -28,6 +30,8 @@ SKIPPED = {
     "python scripts/": "benchmarks and tools, minutes each (some need a GPU)",
     "bash scripts/": "Nsight Compute on a GPU host",
     "seraph demo --device cuda": "needs a GPU",
+    "seraph run bfs rmat20.zarr --gpus": "needs GPUs",
+    "mpiexec -f hosts": "needs a host file of several hosts",
     # Inputs the user brings: their formats are tested in test_readers.py.
     "seraph preprocess soc-LiveJournal1.txt.gz": "SNAP's LiveJournal, not shipped",
     "seraph preprocess road.mtx": "a user's Matrix Market file, not shipped",

@@ -85,6 +85,10 @@ class Backend(ABC):
     weak_history_pays = False
     #: The bytes of a one-time upload of the whole graph (0: its pages moved by slot).
     upload_bytes: int = 0
+    #: Whether :meth:`push` orders the pushes of a binned operator (SSSP's) itself, in
+    #: delta-stepping bins or near-far; False: plain rounds of the frontier it is given, as
+    #: a partitioned run's worker pushes (the workers order them together).
+    push_in_bins: bool = True
 
     def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
                  initial_state: int = 0):

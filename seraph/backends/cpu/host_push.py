@@ -3,6 +3,8 @@ backend's, and the CUDA backend's with ``push_on="host"``."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from seraph.backends.base import Backend, PushOutcome
@@ -34,7 +36,8 @@ class HostPush(Backend):
         values = self.host_values()
         res = push_until(indptr, indices, graph_operands(graph, alg.op, "csr"), values,
                          np.asarray(frontier),
-                         alg.op, int(edge_limit), scratch=self._scratch,
+                         alg.op, int(edge_limit), None if self.push_in_bins else math.inf,
+                         scratch=self._scratch,
                          max_degree=graph_max_out_degree(graph))
         if len(res.changed):
             self.apply_host_changes(res.changed, epoch)

@@ -1,0 +1,392 @@
+"""The partitioned run: one query over the workers of an MPI job, each running the engine
+on its own part of the pages (docs/design.md, "Many workers").
+
+Every worker runs the engine (:func:`seraph.api.run_engine`) on its part (:class:`~seraph.
+distributed.parts.PartGraph`) with its own backend, slots and budget, holding every
+vertex's value. :class:`PartRun` replaces the main loop (:meth:`seraph.scheduler.Run.
+execute`) by steps the workers take together, each followed by an exchange
+(:mod:`seraph.distributed.exchange`):
+
+- a *dense step*: each worker sweeps its active pages (a dense round), or pulls its
+  unsettled vertices (a bottom-up round) where their in-edges are few; a worker with no
+  active page does nothing;
+- a *push step*: each worker pushes the frontier, the same on all of them, over its own
+  out-edges, one round (SSSP's the nearest bucket of it, delta-stepping across workers).
+
+After the exchange every worker holds the same values, the same changed vertices and the
+same figures, so they prove the same strong threshold (the smallest value any of them
+wrote, or the rounds done, or the smallest value still waiting) and take the same next
+step; the run ends when a step changed nothing anywhere, or nothing waits to push. A
+summing program's iterations add up the workers' sums (:meth:`PartRun.sums_gathered`).
+
+Where a phase does not split simply, multi-worker runs leave it off, with answers
+unchanged: connected components run by label propagation rather than union-find, and the
+weak predictor (whose re-check is one process's) is refused.
+
+Faults: an error that every worker meets before the run (a budget too small, a bad
+option) is raised on all of them alike. Any other failure of a worker during the run ends
+the job at once (``MPI_Abort``), after a line naming the worker: the others would
+otherwise wait for it in the next exchange.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import traceback
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+
+from seraph import interrupts, progress
+from seraph.backends.caches import out_degrees
+from seraph.backends.cpu.push import default_delta
+from seraph.backends.layout import frontier_capacity
+from seraph.distributed import mpi
+from seraph.distributed.exchange import Exchange, Step, device_bytes, on_host
+from seraph.distributed.guard import GUARDED
+from seraph.distributed.parts import PartGraph, check_parts, part_of
+from seraph.errors import ConfigError, SeraphError
+from seraph.predictors import WITH_DIAGRAM
+from seraph.scheduler import Run
+from seraph.spec import MIN
+from seraph.stats import RunStats
+
+#: RunStats counters that add up over the workers.
+SUMMED = ("num_slots", "pages_transferred", "pages_skipped", "bytes_h2d", "bytes_d2h",
+          "sweeps", "reentries", "updates_attempted", "updates_succeeded", "skipped_strong",
+          "skipped_weak", "edges_pushed", "edges_pulled_bottom_up", "edges_swept",
+          "exchange_bytes")
+#: RunStats figures where the workers' largest stands for the run.
+LARGEST = ("wall_time", "setup_time", "readback_time", "exchange_time",
+           "peak_device_memory", "peak_host_memory")
+
+
+class PartRun(Run):
+    """A run on one worker's part: the steps of the workers together (see the module
+    docstring)."""
+
+    def __init__(self, comm, graph: PartGraph, algorithm, backend, config, predictor,
+                 stats, trace, weak_after=None):
+        super().__init__(graph, algorithm, backend, config, predictor, stats, trace,
+                         weak_after)
+        self.comm = comm
+        # The workers order the pushes (delta-stepping) themselves: a backend pushes plain
+        # rounds of the frontier it is given.
+        backend.push_in_bins = False
+        self.x = Exchange(comm, backend, graph.vertices)
+        whole = graph.whole
+        self.degrees = out_degrees(whole)
+        # One push limit and one delta for all, from the whole graph's edges.
+        alpha = backend.default_push_alpha() if config.push_alpha is None else \
+            config.push_alpha
+        delta = math.inf
+        if algorithm.operator.binned and graph.weighted and graph.num_edges:
+            indptr, _indices, weights = graph.csc()
+            delta = default_delta(indptr, weights) * graph.num_edges / whole.num_edges
+        alpha, delta = comm.rows([alpha, delta]).min(axis=0)
+        use_push = self.schedule.uses_sparse_rounds and alpha > 0 and whole.num_edges > 0
+        self.push_limit = whole.num_edges / alpha if use_push else 0.0
+        self.delta = delta if math.isfinite(delta) else None
+        self._own_round = (0, algorithm.inf)
+
+    # -- the steps ------------------------------------------------------------------------
+    def execute(self, frontier) -> None:
+        """Runs to convergence from ``frontier``, the vertices whose values start changed
+        (None: every vertex); the workers' frontiers are joined."""
+        if self.alg.combine != MIN:
+            # The exchange takes minima: a program of another combine that runs rounds
+            # would be summed wrongly. Every worker raises it here alike.
+            refused = ConfigError(f"{self.alg.name}'s rounds do not run over several "
+                                  "workers: run it in one process")
+            refused.collective = True
+            raise refused
+        self.x.restart()
+        frontiers = self.comm.objects(frontier)
+        if any(f is None for f in frontiers):
+            frontier = None
+        else:
+            frontier = np.unique(np.concatenate([np.asarray(f, np.int64) for f in frontiers]))
+        if frontier is None:
+            shift = self.layout.block_shift
+            self.be.mark_blocks(np.arange(self.layout.num_blocks, dtype=np.int64) << shift,
+                                self.epoch)
+            sparse = self.g.whole.num_edges < self.push_limit
+            frontier = np.arange(self.g.num_vertices, dtype=np.int64) if sparse else None
+        else:
+            self.be.mark_blocks(frontier, self.epoch)
+            sparse = self.push_limit > 0 and self.degrees[frontier].sum() < self.push_limit
+        while True:
+            interrupts.check()
+            if sparse:
+                frontier = self._push_step(frontier)
+                if not len(frontier):
+                    return
+                if self.degrees[frontier].sum() >= self.push_limit:
+                    self._mark(frontier)  # the dense rounds take what still waits
+                    sparse = False
+                    self.stats.switches_to_dense += 1
+                continue
+            step = self._dense_step()
+            if not step.changes.count:
+                return  # nothing changed anywhere: no page is active
+            if self.push_limit and step.changes.edges(self.degrees) < self.push_limit:
+                frontier, sparse = step.changes.vertices(), True
+                self.stats.switches_to_sparse += 1
+
+    def _dense_step(self) -> Step:
+        """A bottom-up or dense round on this worker's active pages (nothing where none is
+        active), then the exchange and the round's end on the workers' figures."""
+        self._own_round = (0, self.alg.inf)
+        if self.activity.active().any() and not self.sparse.bottom_up():
+            progress.working("dense", self.stats)
+            changed_min, succeeded = self.dense.round()
+            self._own_round = (succeeded, changed_min)
+            self.stats.log_round("dense")
+            progress.round_done("dense", self.stats)
+        if self.push_limit:
+            self.be.take_changed(0)  # clears the changed flags, which a push phase claims
+        step = self._exchange(*self._own_round)
+        super().end_round(step.succeeded, self.alg.dtype.type(step.minimum))
+        return step
+
+    def end_round(self, succeeded: int, changed_min) -> None:
+        """This worker's bottom-up round: its figures wait for the exchange, and the round
+        ends on all the workers' (:meth:`_dense_step`)."""
+        self._own_round = (succeeded, changed_min)
+
+    def _push_step(self, frontier: np.ndarray) -> np.ndarray:
+        """One push round of ``frontier`` over every worker's out-edges (of its nearest
+        bucket where pushes go by delta-stepping); returns what waits to push next, the
+        same on every worker."""
+        stats = self.stats
+        rest = frontier[:0]
+        if self.delta is not None:
+            held = self._values_of(frontier)
+            split = (math.floor(float(held.min()) / self.delta) + 1) * self.delta
+            near = held < split
+            frontier, rest = frontier[near], frontier[~near]
+        start = time.perf_counter()
+        progress.working("push", stats)
+        self.epoch += 1
+        res = self.be.push(frontier, 0, self.epoch)
+        stats.sparse_rounds += 1
+        stats.rounds += 1
+        stats.edges_pushed += res.edges
+        stats.updates_succeeded += res.succeeded
+        stats.sparse_time += time.perf_counter() - start
+        # The round's next frontier is every vertex it lowered, unless a device's list of
+        # them ran out of room.
+        listed = len(res.frontier) < frontier_capacity(self.g.num_vertices)
+        step = self._exchange(res.succeeded, self.alg.inf, res.frontier if listed else None)
+        waiting = np.union1d(rest, step.changes.vertices())
+        if self.alg.strong_rule.counts_rounds:
+            self.prove(self.rounds_bound())
+        elif len(waiting):
+            # Every later update descends from a vertex still waiting to push.
+            self.prove(self._values_of(waiting).min())
+        stats.log_round("push")
+        self.trace.add("push", start - self.t0, time.perf_counter() - self.t0, rounds=1,
+                       edges=res.edges)
+        progress.round_done("push", stats, len(waiting))
+        return waiting
+
+    def _values_of(self, vertices: np.ndarray) -> np.ndarray:
+        """The values of ``vertices`` (host ids), in host memory."""
+        be = self.be
+        with be.vector_steps():
+            return on_host(be.vector("values")[be.xp.asarray(vertices)])
+
+    def _exchange(self, succeeded: int, minimum, lowered=None) -> Step:
+        step = self.x.step(succeeded, minimum, lowered)
+        self.stats.exchange_time = self.x.time
+        if len(step.marks):
+            self.epoch += 1  # pages swept before another worker's changes are active
+            self.be.mark_blocks(step.marks, self.epoch)
+        return step
+
+    def _mark(self, vertices: np.ndarray) -> None:
+        self.epoch += 1
+        self.be.mark_blocks(vertices, self.epoch)
+
+    def sums_gathered(self, sums) -> None:
+        """A summing iteration's sums over this worker's pages: added up over the workers."""
+        self.x.sum(sums)
+        self.stats.exchange_time = self.x.time
+
+
+# -- the call ---------------------------------------------------------------------------------
+def agree(comm, error: BaseException | None = None, resident: bool = True) -> bool:
+    """The workers' first collective: each says whether it got ready to run (and whether
+    its part is resident); if one did not, every worker raises its error, so that all end
+    alike and none waits. Returns whether every part is resident."""
+    said = comm.objects(("ready", resident) if error is None else
+                        ("error", type(error), str(error)))
+    errors = [(w, s[1:]) for w, s in enumerate(said) if s[0] == "error"]
+    if errors:
+        worker, (kind, message) = errors[0]
+        prefix = "" if len(errors) == comm.size and all(e == errors[0][1] for _, e in errors) \
+            else f"worker {worker}: "
+        raised = kind(prefix + message)
+        raised.collective = True
+        raise raised
+    comm.agreed = True
+    return all(s[1] for s in said)
+
+
+def ready(comm, layout):
+    """:func:`seraph.api.run_engine`'s ``ready``: the workers agree (:func:`agree`), and
+    the plan is chosen as for pages that move where any worker's do."""
+    return replace(layout, resident=agree(comm, resident=layout.resident))
+
+
+def job_size(config) -> int:
+    """The workers the config asks for, where the job itself does not say (1: one)."""
+    return config.workers or 1
+
+
+def execute_partitioned(graph, algorithm, source, config, run_engine):
+    """:func:`seraph.api.execute` over the workers of this process's MPI job, which must
+    be as many as ``config`` asks for; the values on every worker. ``run_engine`` is
+    :func:`seraph.api.run_engine`, which each worker runs on its part."""
+    world = mpi.world()
+    if config.workers is not None and config.workers != world.size:
+        raise ConfigError(f"workers={config.workers} but this MPI job has {world.size} "
+                          f"process(es); start it with mpiexec -n {config.workers}")
+    run_config = partitioned_config(config, algorithm)
+    check_parts(graph, world.size)
+    comm = workers_comm(config, world)
+    comm.agreed, comm.bytes = False, 0
+    try:
+        part = part_of(graph, comm.size, comm.rank)
+        reserve = device_bytes(graph.num_vertices, algorithm.dtype.itemsize)
+        values, stats, trace = run_engine(part, algorithm, source, run_config,
+                                          make_run=partial(PartRun, comm), reserve=reserve,
+                                          ready=partial(ready, comm))
+        stats = merged(comm, stats, part)
+    except BaseException as error:
+        if not comm.agreed and isinstance(error, SeraphError):
+            agree(comm, error)  # raises it on every worker
+        if mpi.alone(error):
+            stop(comm, error)
+        raise
+    return values, stats, trace
+
+
+def workers_comm(config, world):
+    """The workers' communicator: over MPI, or over NCCL between GPUs (each worker's GPU
+    chosen first: :func:`select_gpu`)."""
+    comm = mpi.HostComm(world)
+    if config.devices is None:
+        return comm
+    try:
+        mpi.check_nccl()
+        gpu = select_gpu(config.devices, world)
+    except SeraphError as error:
+        agree(comm, error)  # raises it on every worker
+    except BaseException as error:
+        stop(comm, error)
+    agree(comm)
+    return mpi.device_comm(gpu)
+
+
+def partitioned_config(config, algorithm):
+    """The run's config on each worker: its device, components by label propagation, and
+    the predictor resolved (auto's weak half is one process's)."""
+    device = "cuda" if config.devices is not None else "cpu"
+    predictor = config.resolved_predictor(algorithm)
+    if predictor in WITH_DIAGRAM:
+        raise ConfigError(f"predictor {predictor!r} runs on one worker only (its re-check "
+                          "is one process's): use predictor strong or none with several "
+                          "workers")
+    return replace(config, device=device, workers=None, devices=None,
+                   components="propagation", predictor=predictor)
+
+
+def end_alone(error: BaseException) -> None:
+    """Where ``error`` ends this worker alone (:func:`seraph.distributed.mpi.alone`) in an
+    MPI job, ends the job (:func:`stop`); else returns, for the error to be raised."""
+    if mpi.in_job() and mpi.alone(error):
+        stop(mpi.HostComm(mpi.world()), error)
+
+
+def stop(comm, error: BaseException) -> None:
+    """Ends the whole job for ``error`` on this worker: a line naming the worker and the
+    error (for a signal, its guard's line, where it has one), then, under seraph's guard
+    (:mod:`seraph.distributed.guard`), its exit, which the guard turns into the job's end,
+    else ``MPI_Abort``."""
+    interrupted = isinstance(error, KeyboardInterrupt) or type(error).__name__ == "Terminated"
+    if comm.size == 1:
+        raise error  # no other worker waits for this one
+    code = (143 if type(error).__name__ == "Terminated" else 130) if interrupted else 1
+    if not interrupted:
+        if progress.verbosity() >= 2:  # -v: where it came from
+            traceback.print_exception(error)
+        print(f"seraph: error: worker {comm.rank} of {comm.size} (pid {os.getpid()} on "
+              f"{mpi.host_name()}): {type(error).__name__}: {error}", file=sys.stderr,
+              flush=True)
+    if os.environ.get(GUARDED):
+        sys.stderr.flush()
+        os._exit(code)  # without MPI_Finalize, which would wait for the others
+    comm.abort(code)
+
+
+def select_gpu(devices, world) -> int:
+    """This worker's GPU: the one at its rank among the job's processes on its host, of the
+    ``devices`` named (ids, a count of the first ones, or "all"); made current."""
+    import cupy as cp
+
+    local = world.Split_type(mpi.mpi().COMM_TYPE_SHARED)
+    rank, size = local.rank, local.size
+    local.Free()
+    ids = gpu_ids(devices, cp.cuda.runtime.getDeviceCount())
+    if size > len(ids):
+        raise ConfigError(f"{size} workers on {mpi.host_name()} but {len(ids)} GPU(s) for "
+                          "them: one worker a GPU")
+    cp.cuda.Device(ids[rank]).use()
+    return ids[rank]
+
+
+def gpu_ids(devices, visible: int) -> tuple[int, ...]:
+    """The GPU ids ``devices`` names (ids, a count of the first ones, or "all") among the
+    ``visible`` ones (``CUDA_VISIBLE_DEVICES`` decides which those are)."""
+    if devices == "all":
+        ids = tuple(range(visible))
+    elif isinstance(devices, int):
+        ids = tuple(range(devices))
+    else:
+        ids = tuple(devices)
+    missing = [i for i in ids if i >= visible]
+    if not ids or missing:
+        raise ConfigError(f"GPUs {devices!r}: {visible} GPU(s) are visible here "
+                          f"(ids 0 to {visible - 1})" if visible else "no GPU is visible here")
+    return ids
+
+
+def merged(comm, stats: RunStats, part: PartGraph) -> RunStats:
+    """The run's stats on every worker: counters added up, times and peaks the largest
+    worker's, and each worker's own figures in ``workers``."""
+    lo, hi = part.vertices
+    own = {"worker": comm.rank, "host": mpi.host_name(), "device": stats.device,
+           "first_page": part.first_page, "pages": part.num_pages, "edges": part.num_edges,
+           "vertices": [lo, hi],
+           **{k: getattr(stats, k) for k in ("num_slots", "resident", "pages_transferred",
+                                             "bytes_h2d", "kernel_time", "sparse_time",
+                                             "exchange_time", "wall_time",
+                                             "peak_device_memory", "peak_host_memory")},
+           "exchange_bytes": comm.bytes}
+    stats.exchange_bytes = comm.bytes
+    everyone = comm.objects((own, {k: getattr(stats, k) for k in SUMMED + LARGEST}))
+    for name in SUMMED:
+        setattr(stats, name, sum(figures[name] for _, figures in everyone))
+    for name in LARGEST:
+        setattr(stats, name, max(figures[name] for _, figures in everyone))
+    whole = part.whole
+    stats.num_edges, stats.num_pages = whole.num_edges, whole.num_pages
+    stats.resident = all(worker["resident"] for worker, _ in everyone)
+    stats.gteps = whole.num_edges / stats.wall_time / 1e9 if stats.wall_time > 0 else 0.0
+    stats.workers = [worker for worker, _ in everyone]
+    return stats

@@ -1,0 +1,484 @@
+"""Several workers (docs/design.md, "Many workers"): one query over the processes of an
+MPI job, each holding its part of the pages.
+
+- Every registered algorithm over 2 and 3 CPU workers equals the single-process engine
+  and the oracle, on Hypothesis graphs with isolated vertices, self-loops, duplicates and
+  zero weights, under schedules, predictors, budgets, push limits and page splits with
+  empty parts (tests/workers_job.py: one MPI job per test, looping over the examples).
+- The command line and the API start their workers under ``mpiexec`` and read the result
+  back; what several workers cannot run is refused in one line before any starts.
+- A worker killed or stopped mid-query ends the query on every worker within seconds, in
+  one line that names it; Ctrl-C stops them all within a second; nothing is left running.
+- The split, the parts and the launcher's output filter, without MPI.
+- With two GPUs (``cuda``), the same over NCCL.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_interrupts import SERAPH, WITHIN_S, lines_of, wait_for_line
+
+import seraph
+from seraph.algorithms import ALGORITHMS
+from seraph.distributed import launch, parts
+from seraph.distributed.engine import gpu_ids
+from seraph.errors import ConfigError, InputError, WorkerError
+from seraph.graph import Graph
+
+HERE = Path(__file__).resolve().parent
+#: Hypothesis examples per algorithm in each MPI job.
+EXAMPLES = 40
+#: How long a query stopped by a worker's end may take to end everywhere.
+FAULT_S = 5.0
+#: One numba thread a worker: CI's two cores are shared out among the workers.
+ONE_THREAD = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+
+
+def gpus() -> int:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:
+        return 0
+
+
+def run_job(workers: int, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([launch.mpiexec(), "-n", str(workers), sys.executable,
+                           str(HERE / "workers_job.py"), str(EXAMPLES), *args], cwd=HERE,
+                          env=ONE_THREAD, capture_output=True, text=True, timeout=900)
+
+
+# -- every algorithm against one process and the oracle -------------------------------------
+@pytest.mark.parametrize("workers", [2, 3])
+def test_every_algorithm_over_workers_equals_one_process_and_the_oracle(workers):
+    done = run_job(workers)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ALGORITHMS:
+        assert f"{name}: {EXAMPLES} examples on {workers} workers ok" in done.stdout, \
+            done.stdout + done.stderr
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(gpus() < 2, reason="needs two GPUs")
+def test_every_algorithm_over_two_gpus_equals_one_process_and_the_oracle():
+    done = run_job(2, "cuda")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ALGORITHMS:
+        assert f"{name}: {EXAMPLES} examples on 2 workers ok" in done.stdout, done.stdout
+
+
+# -- the command line ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A weighted symmetric R-MAT of 16 pages."""
+    path = tmp_path_factory.mktemp("workers") / "rmat.zarr"
+    subprocess.run([*SERAPH, "generate", "rmat", "--scale", "10", "--weighted",
+                    "--symmetrize", "--page-edges", "2048", "-o", str(path), "-q"], check=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory) -> tuple[Path, int]:
+    """A path through 200,000 vertices in random order, and its first vertex: a BFS
+    without push rounds takes many dense rounds of a few hops each."""
+    from partitioner.readers import edges_from_arrays
+    from partitioner.writer import Options, write_store
+
+    n = 200_000
+    order = np.random.default_rng(0).permutation(n)
+    path = tmp_path_factory.mktemp("workers") / "chain.zarr"
+    write_store(edges_from_arrays(order[:-1], order[1:], None, n), path,
+                Options(page_edges=1 << 14))
+    return path, int(order[0])
+
+
+def seraph_run(*args: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*SERAPH, "run", *args], capture_output=True, text=True,
+                          env=env or ONE_THREAD, timeout=600)
+
+
+@pytest.mark.parametrize("algorithm", ["bfs", "pagerank"])
+def test_the_command_line_runs_over_workers_and_the_first_prints(store, tmp_path, algorithm):
+    entry = ALGORITHMS[algorithm]
+    source = ["--source", "5"] if entry.needs_source else []
+    one, many = tmp_path / "one.npy", tmp_path / "many.npy"
+    alone = seraph_run(algorithm, str(store), *source, "--device", "cpu", "--output", str(one))
+    assert alone.returncode == 0, alone.stderr
+    done = seraph_run(algorithm, str(store), *source, "--device", "cpu", "--workers", "3",
+                      "--validate", "--output", str(many))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{algorithm} on {store}: ") and lines[-1] == \
+        "  validation: ok", done.stdout
+    assert sum(line.startswith(f"{algorithm} on ") for line in lines) == 1
+    assert [line for line in done.stderr.splitlines()
+            if not line.startswith("compiling")] == []
+    if entry.spec.combine == "sum":
+        np.testing.assert_allclose(np.load(many), np.load(one), rtol=1e-9, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(np.load(many), np.load(one))
+
+
+def test_many_sources_run_over_workers(store, tmp_path):
+    out = tmp_path / "levels"
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                      "--random-sources", "3", "--validate", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()[2:5]]
+    assert [row[-1] for row in rows] == ["ok"] * 3
+    graph = seraph.open_graph(store)
+    for row in rows:
+        np.testing.assert_array_equal(np.load(out / f"source_{row[0]}.npy"),
+                                      seraph.bfs(graph, int(row[0])).levels)
+
+
+def test_the_stats_say_what_each_worker_did(store):
+    import json
+
+    done = seraph_run("sssp", str(store), "--source", "5", "--device", "cpu", "--workers", "3",
+                      "--json")
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["stats"]
+    graph = seraph.open_graph(store)
+    workers = stats["workers"]
+    assert [w["worker"] for w in workers] == [0, 1, 2]
+    assert sum(w["pages"] for w in workers) == stats["num_pages"] == graph.num_pages
+    assert sum(w["edges"] for w in workers) == stats["num_edges"] == graph.num_edges
+    assert [w["first_page"] for w in workers] == [0, *np.cumsum([w["pages"] for w in
+                                                                  workers])[:-1]]
+    spans = [w["vertices"] for w in workers]
+    assert all(lo < hi for lo, hi in spans)
+    # A vertex whose in-edges span two parts is in both.
+    assert all(a[1] - 1 <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(w["exchange_bytes"] > 0 and w["exchange_time"] > 0 for w in workers)
+    assert stats["exchange_bytes"] == sum(w["exchange_bytes"] for w in workers)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--workers", "{more}"], "{more} workers for a graph of {pages} page(s)"),
+    (["--workers", "2", "--device", "cuda"], "workers run on the CPU"),
+    (["--gpus", "1", "--device", "cpu"], "devices name GPUs, but the device is cpu"),
+    (["--gpus", "one"], "--gpus one: give GPU ids"),
+    (["--workers", "0"], "workers must be a whole number of at least 1"),
+    (["--workers", "2", "--gpus", "2"], "give one of them"),
+    (["--workers", "2", "--predictor", "weak"], "runs on one worker only"),
+    (["--workers", "2", "--source", "99999"], "out of range"),
+])
+def test_what_workers_cannot_run_is_refused_in_one_line(store, args, says):
+    pages = seraph.open_graph(store).num_pages
+    args = [a.format(more=pages + 1) for a in args]
+    says = says.format(more=pages + 1, pages=pages)
+    done = seraph_run("bfs", str(store), *args)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(gpus() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_the_command_line_runs_over_two_gpus(store, tmp_path, three_slots, algorithm):
+    entry = ALGORITHMS[algorithm]
+    source = ["--source", "5"] if entry.needs_source else []
+    one, two = tmp_path / "one.npy", tmp_path / "two.npy"
+    # Paged on each GPU: three slots' worth of the graph's budget, the exchange's room more.
+    memory = str(int(three_slots(store, algorithm)) + (1 << 20))
+    alone = seraph_run(algorithm, str(store), *source, "--device", "cuda", "--gpu-memory",
+                       memory, "--output", str(one))
+    assert alone.returncode == 0, alone.stderr
+    done = seraph_run(algorithm, str(store), *source, "--gpus", "2", "--gpu-memory", memory,
+                      "--validate", "--output", str(two), "--json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    out = json.loads(done.stdout)
+    assert out["validation"] == "ok"
+    workers = out["stats"]["workers"]
+    assert [w["device"] for w in workers] == ["cuda", "cuda"]
+    assert all(w["peak_device_memory"] <= int(memory) for w in workers)
+    if entry.spec.combine == "sum":
+        np.testing.assert_allclose(np.load(two), np.load(one), rtol=1e-9, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(np.load(two), np.load(one))
+
+
+# -- faults ----------------------------------------------------------------------------------
+def descendants(pid: int) -> dict[int, str]:
+    """The live processes below ``pid`` (zombies left out), by their command lines."""
+    children: dict[int, list[int]] = {}
+    lines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if stat[0] != "Z":
+            children.setdefault(int(stat[1]), []).append(int(entry.name))
+            lines[int(entry.name)] = line
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found[child] = lines[child]
+            todo.append(child)
+    return found
+
+
+def workers_of(pid: int) -> dict[int, int]:
+    """The worker processes below ``pid``, by rank (their guards left out)."""
+    found = {}
+    for child, line in descendants(pid).items():
+        if " -m seraph run " in line and "guard" not in line:
+            environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+            rank = next(v for v in environ if v.startswith(b"PMI_RANK="))
+            found[int(rank.split(b"=")[1])] = child
+    return found
+
+
+def alive(pids) -> list[int]:
+    """Those of ``pids`` still running a moment on (zombies are done)."""
+    deadline = time.monotonic() + 2
+    while True:
+        left = []
+        for pid in pids:
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    left.append(pid)
+            except OSError:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def start_long_run(chain, workers: int = 2) -> tuple[subprocess.Popen, queue.Queue]:
+    """A BFS of many dense rounds over ``workers``, once its rounds are under way."""
+    path, first = chain
+    run = subprocess.Popen([*SERAPH, "run", "bfs", str(path), "--source", str(first),
+                            "--device", "cpu", "--workers", str(workers), "--push-alpha",
+                            "0", "--predictor", "none", "-v"], env=ONE_THREAD,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = lines_of(run.stderr)
+    wait_for_line(lines, r"^rounds? ", [])
+    return run, lines
+
+
+def rest_of(lines: queue.Queue) -> list[str]:
+    rest = []
+    while (line := lines.get(timeout=30)) is not None:
+        rest.append(line)
+    return [line for line in rest if not re.match(r"rounds? |compiling", line)]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_killed_worker_ends_the_query_on_every_worker(chain, rank):
+    run, lines = start_long_run(chain)
+    victim, started = workers_of(run.pid)[rank], descendants(run.pid)
+    sent = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    run.wait(timeout=60)
+    took = time.monotonic() - sent
+    assert run.returncode == 1
+    assert rest_of(lines) == [
+        f"seraph: error: worker {rank} of 2 (pid {victim} on {socket.gethostname()}) was "
+        "killed by SIGKILL (out of memory, or killed); the query was stopped on every worker"]
+    assert took < FAULT_S, f"{took:.2f} s"
+    assert alive(started) == []
+
+
+def test_a_worker_stopped_by_a_signal_ends_the_query_and_names_it(chain):
+    run, lines = start_long_run(chain, workers=3)
+    victim, started = workers_of(run.pid)[2], descendants(run.pid)
+    os.kill(victim, signal.SIGTERM)
+    run.wait(timeout=60)
+    assert run.returncode == 1
+    assert rest_of(lines) == [
+        f"seraph: error: worker 2 of 3 (pid {victim} on {socket.gethostname()}) was "
+        "stopped by SIGTERM; the query was stopped on every worker"]
+    assert alive(started) == []
+
+
+@pytest.mark.parametrize("signum, code, word", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_stops_every_worker_within_a_second(chain, signum, code, word):
+    run, lines = start_long_run(chain)
+    started = descendants(run.pid)
+    sent = time.monotonic()
+    run.send_signal(signum)
+    run.wait(timeout=60)
+    took = time.monotonic() - sent
+    assert run.returncode == code
+    assert rest_of(lines) == [f"seraph: {word}; no partial output was left behind"]
+    assert run.stdout.read() == ""
+    assert took < WITHIN_S, f"{took:.2f} s"
+    assert alive(started) == []
+
+
+# -- the API -------------------------------------------------------------------------------
+def job_folders() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("seraph-job-*")}
+
+
+def test_the_api_runs_over_workers_and_reads_the_result_back(monkeypatch):
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 300, 3000), rng.integers(0, 300, 3000)
+    graph = Graph.from_edges(src, dst, rng.integers(0, 9, 3000).astype(np.float32), 310,
+                             page_edges=256)
+    before = job_folders()
+    got = seraph.sssp(graph, 0, workers=2, predecessors=True)
+    want = seraph.sssp(graph, 0, predecessors=True, device="cpu")
+    np.testing.assert_array_equal(got.distances, want.distances)
+    np.testing.assert_array_equal(got.predecessors, want.predecessors)
+    assert len(got.stats.workers) == 2 and got.stats.call_time > 0
+    with pytest.raises(InputError, match="out of range"):
+        seraph.bfs(graph, 10**6, workers=2)
+    more = graph.num_pages + 1
+    with pytest.raises(ConfigError, match=f"{more} workers for a graph of {more - 1} page"):
+        seraph.bfs(graph, 0, workers=more)
+    assert job_folders() == before
+
+
+def test_a_worker_killed_during_an_api_call_raises(chain, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    path, first = chain
+    before, killed = job_folders(), []
+
+    def kill_a_worker() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = [p for p, line in descendants(os.getpid()).items()
+                     if "seraph.distributed.job" in line and "guard" not in line]
+            if len(found) == 2:
+                time.sleep(2)  # into the query
+                os.kill(found[1], signal.SIGKILL)
+                killed.append(found[1])
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=kill_a_worker, daemon=True).start()
+    with pytest.raises(WorkerError, match=r"worker \d of 2 \(pid \d+ on .*\) was killed by "
+                                          "SIGKILL"):
+        seraph.bfs(path, first, workers=2, push_alpha=0, predictor="none")
+    assert killed and job_folders() == before
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(gpus() < 2, reason="needs two GPUs")
+def test_the_api_runs_over_two_gpus(store):
+    graph = seraph.open_graph(store)
+    got = seraph.sssp(graph, 5, devices=[0, 1])
+    np.testing.assert_array_equal(got.distances, seraph.sssp(graph, 5, device="cuda").distances)
+    assert len(got.stats.workers) == 2
+
+
+# -- the parts, without MPI -----------------------------------------------------------------
+class _Pages:
+    def __init__(self, pages: int, page_edges: int, edges: int):
+        self.num_pages, self.page_edges, self.num_edges = pages, page_edges, edges
+
+
+@settings(max_examples=200, deadline=None)
+@given(pages=st.integers(0, 300), parts_=st.integers(1, 40), last=st.integers(1, 64))
+def test_the_split_is_contiguous_and_balanced_by_edges(pages, parts_, last):
+    pe = 64
+    edges = max(0, pages - 1) * pe + (last if pages else 0)
+    bounds = parts.split_pages(_Pages(pages, pe, edges), parts_)
+    assert bounds[0] == 0 and bounds[-1] == pages and len(bounds) == parts_ + 1
+    sizes = np.diff(bounds)
+    assert (sizes >= 0).all()
+    if parts_ <= pages:
+        assert (sizes >= 1).all()
+        # Each part within a page and a half of its share of the edges.
+        held = np.minimum(bounds[1:] * pe, edges) - np.minimum(bounds[:-1] * pe, edges)
+        assert np.abs(held - edges / parts_).max() <= 1.5 * pe
+
+
+def test_the_parts_hold_the_graph_and_read_only_their_pages(store, monkeypatch):
+    from seraph.store import Store
+
+    whole = seraph.open_graph(store)
+    read: list[int] = []
+    original = Store.read_chunk_into
+    monkeypatch.setattr(Store, "read_chunk_into", lambda self, name, page, out:
+                        read.append(page) or original(self, name, page, out))
+    indptr, indices, weights = seraph.open_graph(store).csc()
+    heads = np.repeat(np.arange(whole.num_vertices), np.diff(indptr))
+    got = []
+    for k in range(3):
+        part = parts.part_of(seraph.open_graph(store), 3, k)
+        read.clear()
+        p_indptr, p_indices, p_weights = part.csc()
+        assert sorted(set(read)) == list(range(part.first_page, part.end_page))
+        lo, hi = part.vertices
+        p_heads = np.repeat(np.arange(part.num_vertices), np.diff(p_indptr))
+        assert (lo <= p_heads).all() and (p_heads < hi).all()
+        got.append((p_heads, p_indices, p_weights))
+        # Its CSR is the transpose of its CSC, rows by tail, heads ascending.
+        o_indptr, o_indices, o_weights = part.csr()
+        tails = np.repeat(np.arange(part.num_vertices), np.diff(o_indptr))
+        assert sorted(zip(tails, o_indices, o_weights, strict=True)) == \
+            sorted(zip(p_indices, p_heads, p_weights, strict=True))
+        np.testing.assert_array_equal(part.out_degrees(), whole.out_degrees())
+    np.testing.assert_array_equal(np.concatenate([g[0] for g in got]), heads)
+    np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), indices)
+    np.testing.assert_array_equal(np.concatenate([g[2] for g in got]), weights)
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"workers": 0}, "at least 1"), ({"workers": True}, "at least 1"),
+    ({"devices": [0, 0]}, "distinct ids"), ({"devices": [-1]}, "distinct ids"),
+    ({"devices": "some"}, "distinct ids"), ({"workers": 2, "devices": [0]}, "one of them"),
+    ({"workers": 2, "device": "cuda"}, "workers run on the CPU"),
+    ({"devices": 2, "device": "cpu"}, "the device is cpu")])
+def test_worker_options_are_checked(options, says):
+    with pytest.raises(ConfigError, match=says):
+        seraph.make_config(**options)
+
+
+def test_gpus_are_named_by_ids_count_or_all():
+    assert gpu_ids("all", 3) == (0, 1, 2) and gpu_ids(2, 3) == (0, 1)
+    assert gpu_ids((2, 0), 3) == (2, 0)
+    with pytest.raises(ConfigError, match="3 GPU"):
+        gpu_ids((3,), 3)
+    with pytest.raises(ConfigError, match="no GPU"):
+        gpu_ids("all", 0)
+
+
+def test_the_launchers_own_report_is_dropped_and_the_workers_line_kept():
+    import io
+
+    report = (b"bfs on g: 5 reached\n\n" + b"=" * 83 + b"\n=   BAD TERMINATION OF ONE OF "
+              b"YOUR APPLICATION PROCESSES\n=   PID 7 RUNNING AT vm\n" + b"=" * 83 + b"\n"
+              b"YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n"
+              b"This typically refers to a problem with your application.\n"
+              b"Please see the FAQ page for debugging suggestions\n"
+              b"seraph: error: worker 1 of 2 (pid 9 on vm) was killed by SIGKILL\n"
+              b"Abort(1) on node 1 (rank 1 in comm 0): application called MPI_Abort\n"
+              b"\nlast\n")
+    out, ending = io.StringIO(), launch.Ending(0)
+    launch._pump(io.BytesIO(report), out, ending)
+    assert out.getvalue() == ("bfs on g: 5 reached\n"
+                              "seraph: error: worker 1 of 2 (pid 9 on vm) was killed by "
+                              "SIGKILL\n\nlast\n")
+    assert ending.launcher == "Killed (signal 9)"
+    assert ending.worker_line.startswith("seraph: error: worker 1 of 2")
