@@ -13,9 +13,10 @@ from numba import njit, prange
 
 from seraph.backends.caches import graph_cached
 from seraph.backends.layout import Layout
+from seraph.kernels import kernel
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
     """The source blocks each page reads, one bit per block (row p: page p's blocks, 64
     to a word).
@@ -77,9 +78,10 @@ def blocks_of(vertices, block_shift, num_blocks):
 def page_summary(graph, layout: Layout) -> np.ndarray:
     """Source blocks read by each page (a bit per block), built once per graph and block
     size."""
-    return graph_cached(graph, ("page_summary", layout.block_shift), lambda: page_source_blocks(
-        graph.csc()[1], graph.page_edges, graph.num_pages, layout.block_shift,
-        layout.num_blocks))
+    return graph_cached(graph, ("page_summary", layout.block_shift),
+                        lambda: page_source_blocks.over(graph.num_edges, graph.num_edges)(
+                            graph.csc()[1], graph.page_edges, graph.num_pages,
+                            layout.block_shift, layout.num_blocks))
 
 
 #: The push threshold a backend uses by default: rounds push while the changed vertices'

@@ -22,6 +22,7 @@ from seraph.backends.cpu.atomics import atomic_load
 from seraph.backends.cpu.pull import NO_BITS, pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
 from seraph.interrupts import STOP
+from seraph.kernels import kernel
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
 
@@ -38,11 +39,12 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
     or more."""
     chunks = max(1, -(-len(values) // _SCAN_CHUNK))
     threshold = values.dtype.type(threshold)
-    counts, edges = _count_unsettled(values, indptr, threshold, *lightest, limit, chunks,
-                                     STOP)
+    m = int(indptr[-1])
+    counts, edges = _count_unsettled.over(len(values), m)(values, indptr, threshold,
+                                                           *lightest, limit, chunks, STOP)
     if edges.sum() >= limit:
         return None
-    return _list_unsettled(values, indptr, threshold, *lightest, counts)
+    return _list_unsettled.over(len(values), m)(values, indptr, threshold, *lightest, counts)
 
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
@@ -66,13 +68,13 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     bounds[0], bounds[-1] = 0, len(vertices)
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
-    _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 op, by_weight, inf, pull_floor(STRONG, levels, threshold),
-                 STOP)
+    _pull_pieces.over(total, len(indices))(
+        indptr, indices, weights, values, vertices, bounds, lowered, minimum, op, by_weight,
+        inf, pull_floor(STRONG, levels, threshold), STOP)
     return _kept(vertices, lowered), minimum.min(), total
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(cache=True, parallel=True, nogil=True)
 def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks,
                      halt):
     """Per chunk of vertices: how many are unsettled and their in-edges. Every
@@ -102,7 +104,7 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     return counts, edges
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(cache=True, parallel=True, nogil=True)
 def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     n, chunks = len(values), len(counts)
     starts = np.zeros(chunks + 1, dtype=np.int64)
@@ -130,7 +132,7 @@ def _kept(vertices, keep):
     return out[:k]
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(cache=True, parallel=True, nogil=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
                  op, by_weight, inf, floor, halt):
     # No bitmap of the vertices offering the floor: a round pulls a few thousand vertices,

@@ -13,6 +13,7 @@ from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
 from seraph.backends.cpu.pull import SERIAL_EDGES
+from seraph.kernels import PARALLEL, kernel
 
 
 @njit(cache=True, nogil=True)
@@ -38,12 +39,13 @@ def _sum_chunks(v_first, count, chunks, base, length, indptr, indices, offset, o
                    length, indptr, indices, offset, operand, into)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                  indices, operand, into, num_chunks, halt):
     """``into[v] += sum of operand[u]`` over the in-edges of ``pages`` (page p's edges start
     at ``offsets[k]`` in ``indices``). Stops before the next page once ``halt[0]`` is set
-    (:mod:`seraph.interrupts`)."""
+    (:mod:`seraph.interrupts`). Its serial twin sums every page on this thread
+    (:mod:`seraph.kernels`)."""
     for k in range(len(pages)):
         if atomic_load(halt, 0):
             break
@@ -52,7 +54,7 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
         length = min(page_edges, num_edges - base)
         v_first = first_vertex[p]
         count = last_vertex[p] + 1 - v_first
-        if length < SERIAL_EDGES:
+        if not PARALLEL or length < SERIAL_EDGES:
             _sum_range(v_first, v_first + count, base, length, indptr, indices, offsets[k],
                        operand, into)
         else:

@@ -44,6 +44,7 @@ from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import offer
 from seraph.errors import ConfigError
 from seraph.interrupts import STOP
+from seraph.kernels import PARALLEL, kernel
 from seraph.operators import HOP, OPERATORS, infinity, value_dtype
 from seraph.progress import LIVE
 
@@ -111,9 +112,9 @@ def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     int64: every vertex whose value this round lowered) and the number of edges pushed.
     """
     edge_weights, stride = _edge_weights(indices, weights, values, op)
-    nxt, pushed, _, ordered = _push_round(indptr, indices, edge_weights, stride, op, values,
-                                          infinity(op), frontier, in_next,
-                                          round_pieces())
+    nxt, pushed, _, ordered = _push_round.parallel(
+        indptr, indices, edge_weights, stride, op, values, infinity(op), frontier, in_next,
+        round_pieces())
     if not ordered:
         nxt.sort()
     return nxt, int(pushed)
@@ -206,14 +207,15 @@ def _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
             max_frontier_edges, in_next, max_degree) -> PushResult:
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges
     (``in_next``: zero flags, zero again on return)."""
-    frontier, rounds, edges, changed, unique = _rounds_loop(
+    loop = _rounds_loop.over(max_frontier_edges, len(indices))
+    frontier, rounds, edges, changed, unique = loop(
         indptr, indices, edge_weights, stride, op, values, infinity(op), frontier,
         in_next, round_pieces(), max_frontier_edges, max_degree, STOP, LIVE)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
                       changed=changed if unique else _sorted_union([changed], len(values)))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                  max_pieces, max_frontier_edges, max_degree, halt, live):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
@@ -221,9 +223,10 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
     pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated, whether
     that concatenation is free of repeats).
 
-    Rounds below ``_PARALLEL_EDGES`` edges run on this thread (:func:`_push_alone_round`)
-    and claim straight into the concatenation, so a grid's thousands of small rounds
-    allocate nothing and take no atomic.
+    Rounds below ``_PARALLEL_EDGES`` edges, and every round of its serial twin
+    (:mod:`seraph.kernels`), run on this thread (:func:`_push_alone_round`) and claim
+    straight into the concatenation, so a grid's thousands of small rounds allocate nothing
+    and take no atomic.
 
     A frontier of one value pushed over one weight for every edge (BFS's levels) offers
     every head the same candidate: a round lowers a vertex at most once, and no later round
@@ -238,14 +241,14 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
     # Room for every vertex once (a BFS claims each at most once), reserved, not touched:
     # grown from a small size, it would be reallocated and copied log2(n) times in a BFS.
     changed = np.empty(max(16, 2 * len(frontier), len(values)), dtype=np.int64)
-    count = rounds = edges = 0
+    count = rounds = edges = np.int64(0)  # a literal 0 would compile its callees once more
     ordered = False
     one_level = stride == 0 and _one_value(values, frontier)
     # Every decision on a frontier's out-edges compares them with one of these.
     threshold = min(_PARALLEL_EDGES, max_frontier_edges)
     frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold)
     while len(frontier):
-        if frontier_edges < _PARALLEL_EDGES:
+        if not PARALLEL or frontier_edges < _PARALLEL_EDGES:
             if count + frontier_edges > len(changed):  # room for a claim per edge
                 changed = _grown(changed, count, count + frontier_edges)
             claimed, pushed = _push_alone_round(
@@ -376,7 +379,8 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     reach = float(sample.max()) / delta if len(sample) else 0.0
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     start = values[frontier]
-    nxt, rounds, pushed, lowered = _delta_stepping(
+    stepping = _delta_stepping.over(max_frontier_edges, len(indices))
+    nxt, rounds, pushed, lowered = stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     changed = _sorted_union([lowered, frontier[values[frontier] < start]], len(values))
@@ -391,7 +395,7 @@ def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
         marks = np.zeros(n, dtype=np.uint8)
         for ids in arrays:
             _mark(marks, ids)
-        return ids_between(marks, 1, 1)
+        return ids_between.over(n)(marks, 1, 1)
     ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
     ids.sort()
     keep = np.ones(len(ids), dtype=bool)
@@ -414,7 +418,7 @@ def _scan_is_faster(count, n, max_pieces):
     return count * _SCAN_RATIO * (max_pieces // _PIECES_PER_THREAD) > n
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def ids_between(a, lo, hi):
     """The ascending ids ``v`` with ``lo <= a[v] <= hi``: np.flatnonzero, in parallel (a
     count per chunk, then each chunk writes its ids at its offset)."""
@@ -481,7 +485,7 @@ def edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
     return ends
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _push_round(indptr, indices, weights, stride, op, values, inf, frontier, in_next, max_pieces):
     """One push round; returns (next frontier, edges pushed, the next frontier's out-edges,
     whether it is sorted). The next frontier is sorted only when it comes from a scan:
@@ -897,12 +901,12 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, pend, inv_d
     return claims
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _waiting(bins, max_pieces):
     """Sorted ids of the waiting vertices."""
     n, k = len(bins.pend), bins.meta[_WAITING]
-    if _scan_is_faster(k, n, max_pieces):
-        return ids_between(bins.pend, 0, _MAX_BIN)
+    if PARALLEL and _scan_is_faster(k, n, max_pieces):
+        return ids_between(bins.pend, np.int64(0), np.int64(_MAX_BIN))
     out = np.empty(k, dtype=np.int64)
     k = 0
     for lst in range(len(bins.size)):
@@ -915,7 +919,7 @@ def _waiting(bins, max_pieces):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
                     max_frontier_edges, parallel_edges, max_pieces, pend, halt, live):
     """Delta-stepping; returns (waiting vertices, rounds, edges pushed, the vertices lowered
@@ -941,7 +945,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
         if k == 0:
             continue  # only entries left behind by vertices that moved
         edges = batch_degs[:k].sum()
-        if together:
+        if PARALLEL and together:  # never in the serial twin (seraph.kernels)
             _push_together(indptr, indices, weights, values, bins, batch[:k],
                                     batch_degs[:k], inv_delta, max_pieces)
         else:
