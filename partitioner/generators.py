@@ -284,12 +284,15 @@ def _rmat_edges(start, scale, key, thresholds, mult, add, mask, shift, src, dst)
             _append_levels(u, row)
             _append_levels(v, col)
         # Levels past ``scale`` (of the last draw) are dropped: they are the lowest bits.
-        u >>= surplus
-        v >>= surplus
+        # (Loops, not array expressions and slice copies: they compile in less time.)
+        for i in range(count):
+            u[i] >>= surplus
+            v[i] >>= surplus
         _relabel(u, mult, add, mask, shift)
         _relabel(v, mult, add, mask, shift)
-        src[lo:lo + count] = u
-        dst[lo:lo + count] = v
+        for i in range(count):
+            src[lo + i] = u[i]
+            dst[lo + i] = v[i]
 
 
 # --------------------------------------------------------------------------------------

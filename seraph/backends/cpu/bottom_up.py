@@ -92,7 +92,7 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
         lo, hi = n * c // chunks, n * (c + 1) // chunks
         for look in range(lo, hi, _LOOK_EVERY):
             edges[c] = edge_count
-            if edges.sum() >= limit or atomic_load(halt, 0):
+            if _total(edges) >= limit or atomic_load(halt, 0):
                 break
             for v in range(look, min(look + _LOOK_EVERY, hi)):
                 # The value first: most vertices are settled, and their indptr stays unread.
@@ -104,11 +104,21 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     return counts, edges
 
 
+@njit(cache=True, inline="always")
+def _total(a):
+    """``a.sum()``, as a loop: numba's sum compiles in far more time."""
+    total = 0
+    for x in a:
+        total += x
+    return total
+
+
 @kernel(cache=True, parallel=True, nogil=True)
 def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     n, chunks = len(values), len(counts)
     starts = np.zeros(chunks + 1, dtype=np.int64)
-    starts[1:] = np.cumsum(counts)
+    for c in range(chunks):  # np.cumsum into a slice compiles a shape check's message
+        starts[c + 1] = starts[c] + counts[c]
     out = np.empty(starts[-1], dtype=np.int64)
     for c in prange(chunks):
         k, end = starts[c], starts[c + 1]

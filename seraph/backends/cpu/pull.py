@@ -183,7 +183,14 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                          indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering)
-    return counters.sum(axis=0), minimum.min()
+    # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
+    total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
+    for c in range(num_chunks):
+        for j in range(NUM_COUNTERS):
+            total[j] += counters[c, j]
+        if minimum[c] < best:
+            best = minimum[c]
+    return total, best
 
 
 @njit(cache=True, nogil=True, parallel=True)
