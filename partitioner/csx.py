@@ -239,5 +239,6 @@ def _sort_rows_by_weight(indptr, others, wbits):
         if hi - lo < 2:
             continue
         by = np.argsort(wbits[lo:hi], kind="mergesort")
-        others[lo:hi] = others[lo:hi][by]
-        wbits[lo:hi] = wbits[lo:hi][by]
+        row_others, row_wbits = others[lo:hi].copy(), wbits[lo:hi].copy()
+        for i in range(hi - lo):  # a loop: a slice copy compiles a shape check's message
+            others[lo + i], wbits[lo + i] = row_others[by[i]], row_wbits[by[i]]
