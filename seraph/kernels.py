@@ -95,7 +95,12 @@ class Kernel:
         # numba files a kernel's cache by its qualified name: the twins need two.
         twin.__qualname__ = f.__qualname__ if parallel else f"{f.__qualname__}_serial"
         twin.__doc__, twin.__kwdefaults__ = f.__doc__, f.__kwdefaults__
-        return njit(parallel=parallel and self._parallel, **self._options)(twin)
+        options = dict(self._options)
+        if self._parallel and not parallel:
+            # numba runs prange bodies with numpy's float semantics (x / 0 is inf, not an
+            # exception): so do their plain loops in the serial twin.
+            options.setdefault("error_model", "numpy")
+        return njit(parallel=parallel and self._parallel, **options)(twin)
 
 
 def kernel(parallel: bool = False, **options) -> Callable[[Callable], Kernel]:

@@ -78,6 +78,10 @@ from numba.core.dispatcher import Dispatcher  # noqa: E402
 WAITING = "seraph:compile_wait"
 
 
+#: The module that compiles kernels as twins (seraph.kernels).
+_KERNELS = str(Path(__file__).with_name("kernels.py"))
+
+
 @functools.cache
 def _source_hash(path: str, mtime: float, size: int) -> str:
     # mtime and size are part of the memo's key only: a file edited while we run is re-read.
@@ -98,8 +102,13 @@ class PackageLocator(caching._CacheLocator):
         return self._cache_path
 
     def get_source_stamp(self) -> str:
-        st = os.stat(self._py_file)
-        return _source_hash(self._py_file, st.st_mtime, st.st_size)
+        # seraph/kernels.py says how a twinned kernel compiles (its options), so its bytes
+        # are part of every kernel's stamp.
+        stamps = []
+        for path in (self._py_file, _KERNELS):
+            st = os.stat(path)
+            stamps.append(_source_hash(path, st.st_mtime, st.st_size))
+        return " ".join(stamps)
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)

@@ -169,7 +169,7 @@ def test_hub_split_over_many_pieces():
 
 
 @pytest.mark.parametrize("piece_items", [1, 1 << 14, 1 << 40])
-def test_one_thread_and_all_threads_agree(piece_items, monkeypatch):
+def test_one_thread_and_all_threads_agree(piece_items, monkeypatch, all_threads):
     monkeypatch.setattr(union_find, "_PIECE_ITEMS", piece_items)
     rng = np.random.default_rng(4)
     src, dst = grid(150, 150)
