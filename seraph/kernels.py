@@ -69,6 +69,7 @@ class Kernel:
         return self.twin(not serial(work, graph_edges))
 
     def __call__(self, *args):
+        """The parallel twin's call: the kernel as written."""
         return self.parallel(*args)
 
     def twin(self, parallel: bool) -> Callable:

@@ -803,8 +803,10 @@ def _refill(bins, batch, batch_degs, batch_bins):
     k = _take(bins, _far(bins), batch, batch_degs, batch_bins)
     bins.meta[_FAR_MIN] = _MAX_BIN
     if k and bins.meta[_RING] == 0:
-        for i in range(k):  # the pile's smallest bin (a loop compiles faster than .min())
-            bins.meta[_CUR] = max(bins.meta[_CUR], batch_bins[i])
+        least = batch_bins[0]  # the pile's smallest bin (a loop compiles faster than .min())
+        for i in range(1, k):
+            least = min(least, batch_bins[i])
+        bins.meta[_CUR] = max(bins.meta[_CUR], least)
     _queue_all(bins, batch[:k], batch_degs[:k], batch_bins[:k])
 
 
@@ -941,7 +943,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     bins = _new_bins(pend, ring_bits)
     frontier = frontier[values[frontier] != np.inf]  # an unreached vertex pushes nothing
     starts = np.empty(len(frontier), dtype=np.int64)
-    first = np.int64(_MAX_BIN)
+    first = np.int64(_MAX_BIN)  # their smallest (a loop compiles faster than .min())
     for i in range(len(frontier)):
         starts[i] = _bin_of(values[frontier[i]], inv_delta)
         first = min(first, starts[i])
@@ -959,7 +961,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
         if k == 0:
             continue  # only entries left behind by vertices that moved
         edges = np.int64(0)
-        for i in range(k):
+        for i in range(k):  # a loop compiles faster than .sum()
             edges += batch_degs[i]
         if PARALLEL and together:  # never in the serial twin (seraph.kernels)
             _push_together(indptr, indices, weights, values, bins, batch[:k],
