@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +114,46 @@ def test_a_small_graph_compiles_no_parallel_kernel(tmp_path):
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["code"] == 0 and report["compiled"]
     assert not [name for name, parallel in report["compiled"] if parallel]
+
+
+def _helper_of(pid: int) -> int | None:
+    """The pid of the process that compiles ahead for process ``pid``, if it runs."""
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and b"_compile_ahead" in cmdline:
+            return int(entry.name)
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_ends_the_demo_and_its_compiling_helper(tmp_path):
+    # A terminal's Ctrl-C reaches the whole foreground group: the helper ends at once, the
+    # demo once its current compile is done (seraph.compiling), with one line.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    # SIGINT raising KeyboardInterrupt, as in a shell, however pytest was started.
+    demo = subprocess.Popen([sys.executable, "-c", "import signal, sys; "
+                             "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                             "from seraph.__main__ import main; sys.exit(main())",
+                             "demo", "--scale", "6"],
+                            env=env, cwd=Path(seraph.__file__).parent.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline, helper = time.monotonic() + 600, None
+    while helper is None and demo.poll() is None and time.monotonic() < deadline:
+        helper = _helper_of(demo.pid)
+        time.sleep(0.05)
+    assert helper is not None, demo.communicate()
+    os.killpg(demo.pid, signal.SIGINT)
+    signalled = time.monotonic()
+    while Path(f"/proc/{helper}").exists() and time.monotonic() < signalled + 1:
+        time.sleep(0.01)
+    assert not Path(f"/proc/{helper}").exists() or \
+        (Path(f"/proc/{helper}") / "stat").read_text().split()[2] == "Z"  # dead, unreaped
+    _, err = demo.communicate(timeout=300)
+    assert demo.returncode == 130, err
+    assert err.endswith("seraph: interrupted; no partial output was left behind\n")
+    assert not Path(f"/proc/{helper}").exists()
