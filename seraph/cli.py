@@ -520,9 +520,6 @@ def _without_compiling(start: float, compiled_before: float) -> str:
 #: What the demo runs: the first run compiles the kernels of each algorithm it calls, and a
 #: newcomer's first run should stay short (the others run by name, ``seraph run``).
 DEMO_ALGORITHMS = ("bfs", "cc", "sssp")
-#: Those a second process runs first on a fresh install, to compile their kernels while
-#: the demo compiles the others' (the last to come, CC's check the latest needed).
-DEMO_AHEAD = ("sssp", "cc")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -558,16 +555,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes
         source = int(np.argmax(graph.out_degrees()))
         config = make_config(device=device, device_memory=budget)
-        # On a fresh install each algorithm's first call compiles its kernels (numba, and
-        # NVRTC on a GPU; both cached on disk after), which would swamp the table's times.
-        # On the CPU a second process compiles the last ones' meanwhile (seraph.compiling).
+        # On a fresh install each algorithm's first call and check compile their kernels
+        # (numba, and NVRTC on a GPU; both cached on disk after), which would swamp the
+        # table's times. On the CPU a second process compiles the last one's meanwhile
+        # (seraph.compiling).
         ahead = (compiled_beside("seraph.cli", "_compile_ahead", str(store), str(source),
-                                 str(budget), *DEMO_AHEAD)
+                                 str(budget), DEMO_ALGORITHMS[-1])
                  if fresh and device == "cpu" else contextlib.nullcontext())
         with ahead:
             t, c = time.perf_counter(), compile_seconds()
             for alg in DEMO_ALGORITHMS:
-                run_algorithm(graph, alg, source, config)
+                _, values = run_algorithm(graph, alg, source, config)
+                verify(graph, alg, values, ALGORITHMS[alg].source_for(source))
             progress.note(f"first runs, untimed below: {_without_compiling(t, c)}")
             rows, failed = [], False
             for alg in DEMO_ALGORITHMS:
@@ -593,9 +592,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _compile_ahead(store: str, source: str, budget: str, *algorithms: str) -> None:
     """What a fresh install's ``seraph demo`` runs in a second process
-    (seraph.compiling.compiled_beside): the demo's run and check of ``algorithms``, whose
-    kernels it so compiles into the shared cache while the demo compiles those of the
-    algorithms before them."""
+    (seraph.compiling.compiled_beside): the demo's first run and check of ``algorithms``,
+    whose kernels it so compiles into the shared cache while the demo compiles those of
+    the algorithms before them."""
     import seraph
     from seraph.api import make_config
     from seraph.validate import verify
