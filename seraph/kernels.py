@@ -35,10 +35,12 @@ SERIAL_GRAPH = 1 << 20
 _lock = threading.RLock()  # a twin makes the twins of the kernels it calls
 
 
-def serial(work: int, graph_edges: int | None = None) -> bool:
+def serial(work: int, graph_edges: int | None = None, below: int | None = None) -> bool:
     """Whether a call touching ``work`` edges or vertices, on a graph of ``graph_edges``
-    edges (None: not known), runs on the calling thread."""
-    return work < SERIAL_WORK or (graph_edges is not None and graph_edges < SERIAL_GRAPH)
+    edges (None: not known), runs on the calling thread: below ``below`` (a kernel's own
+    limit; default SERIAL_WORK), or on a small graph."""
+    return (work < (SERIAL_WORK if below is None else below)
+            or (graph_edges is not None and graph_edges < SERIAL_GRAPH))
 
 
 class Kernel:
@@ -64,9 +66,10 @@ class Kernel:
         """The kernel on the calling thread."""
         return self.twin(False)
 
-    def over(self, work: int, graph_edges: int | None = None) -> Callable:
+    def over(self, work: int, graph_edges: int | None = None,
+             below: int | None = None) -> Callable:
         """The twin for a call touching ``work`` edges or vertices (:func:`serial`)."""
-        return self.twin(not serial(work, graph_edges))
+        return self.twin(not serial(work, graph_edges, below))
 
     def __call__(self, *args):
         """The parallel twin's call: the kernel as written."""

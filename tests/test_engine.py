@@ -589,7 +589,7 @@ def test_big_pages_and_source_blocks_of_several_vertices(sleepy, device, all_thr
     vertices; pages of SERIAL_EDGES edges or more are pulled by several threads (on the
     CPU, where the kernels' parallel twins run: the fixture all_threads)."""
     rng = np.random.default_rng(11)
-    n, m = 20000, 100000
+    n, m = 5000, 10000
     src = rng.integers(0, n, m)
     dst = np.clip(src + rng.integers(-60, 61, m), 0, n - 1)  # local edges: many rounds
     edges = Edges(n, tuple(src.tolist()), tuple(dst.tolist()),

@@ -22,6 +22,7 @@ from seraph.backends.cpu.gather import gather_pages
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
     NO_BITS,
+    SERIAL_EDGES,
     label_from_reach,
     offering_floor,
     pull_floor,
@@ -118,7 +119,7 @@ class CpuBackend(HostPush):
         pages_arr = np.ascontiguousarray(pages, dtype=np.int64)  # one numba specialization
         offsets = self.slot_offsets(slots, pages)
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
-        counters, minimum = sweep_pages.over(g.page_edges, g.num_edges)(
+        counters, minimum = sweep_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
             self.algorithm.op, self._by_weight, self.algorithm.levels, self.algorithm.inf,
@@ -131,7 +132,7 @@ class CpuBackend(HostPush):
 
     def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
         g = self.graph
-        gather_pages.over(g.page_edges, g.num_edges)(
+        gather_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
             np.ascontiguousarray(pages, dtype=np.int64), self.slot_offsets(slots, pages),
             g.page_edges, g.num_edges, g.page_first_vertex, g.page_last_vertex, self.indptr,
             self.slot_indices, operand, into, self._chunks, STOP)

@@ -68,7 +68,8 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     bounds[0], bounds[-1] = 0, len(vertices)
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
-    _pull_pieces.over(total, len(indices))(
+    # One piece, or a small graph: the serial twin (seraph.kernels).
+    _pull_pieces.over(total, len(indices), 2 * GRAIN_EDGES)(
         indptr, indices, weights, values, vertices, bounds, lowered, minimum, op, by_weight,
         inf, pull_floor(STRONG, levels, threshold), STOP)
     return _kept(vertices, lowered), minimum.min(), total

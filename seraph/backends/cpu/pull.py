@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
-from seraph.kernels import PARALLEL, SERIAL_WORK, kernel
+from seraph.kernels import PARALLEL, kernel
 from seraph.lightest import proven
 from seraph.operators import HOP, LABEL, WIDTH
 from seraph.predictors import STRONG, WEAK, weak_record, weak_skip
@@ -27,8 +27,8 @@ NUM_COUNTERS = 4
 #: The empty bitmap: no vertex known to offer the floor (see relax).
 NO_BITS = np.zeros(0, dtype=np.uint8)
 #: Pages of fewer edges are pulled on the calling thread: waking the thread pool would cost
-#: more than the page (as for every kernel: seraph.kernels).
-SERIAL_EDGES = SERIAL_WORK
+#: more than the page (the push engine's small rounds follow the same rule).
+SERIAL_EDGES = 4096
 
 
 @njit(cache=True, inline="always")

@@ -160,7 +160,7 @@ def most_common(roots: np.ndarray) -> int:
 def _pieces(items: int, num_edges: int | None) -> int:
     """How many equal pieces to split ``items`` into: one per thread, fewer when small,
     one where :func:`seraph.kernels.serial` says so (of a graph of ``num_edges`` edges)."""
-    if serial(items, num_edges):
+    if serial(items, num_edges, 2 * _PIECE_ITEMS):
         return 1
     return max(1, min(items // _PIECE_ITEMS, numba.get_num_threads()))
 
