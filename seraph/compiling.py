@@ -10,9 +10,10 @@ compiling the time spent waiting for another process to compile a kernel
 outermost events never overlap. On a terminal the CLI also has it say, every few seconds
 while kernels compile, how many have compiled so far.
 
-A first run can have a second process compile ahead (:func:`compiled_beside`): on two
-cores, the kernels of work the run comes to later compile there while the run compiles
-its own, and the run loads them from the shared cache.
+A first run can have a second process compile ahead (:func:`compiled_beside`): where a
+core is idle (:func:`a_core_is_idle`), the kernels of work the run comes to later compile
+there while the run compiles its own, and the run loads them from the shared cache. On a
+busy machine the second process would only take the run's share of the cores.
 
 While numba holds that lock, llvmlite calls back into Python to hand LLVM the machine code
 of cached kernels (and to take that of new ones). A signal handler raising there is dropped
@@ -187,6 +188,15 @@ import importlib
 module, name, *args = sys.argv[1:]
 getattr(importlib.import_module(module), name)(*args)
 """
+
+
+def a_core_is_idle() -> bool:
+    """Whether a process beside would have a core to itself: the load average over the
+    last minute is below the cores less one."""
+    try:
+        return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+    except (AttributeError, OSError):  # no load average here
+        return False
 
 
 @contextlib.contextmanager

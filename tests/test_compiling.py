@@ -163,3 +163,11 @@ def test_work_beside_runs_in_another_process_and_ends_with_the_block(tmp_path, m
     with pytest.raises(ProcessLookupError):  # and gone, without its minute's sleep
         os.kill(pid, 0)
     assert "not shown" not in capfd.readouterr().out
+
+
+@pytest.mark.parametrize(("load", "cores", "idle"), [(0.3, 2, True), (1.2, 2, False),
+                                                     (0.1, 1, False), (5.0, 8, True)])
+def test_a_process_beside_needs_a_core_to_itself(monkeypatch, load, cores, idle):
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert compiling.a_core_is_idle() is idle
