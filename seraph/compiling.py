@@ -191,10 +191,12 @@ getattr(importlib.import_module(module), name)(*args)
 
 
 def a_core_is_idle() -> bool:
-    """Whether a process beside would have a core to itself: the load average over the
-    last minute is below the cores less one."""
+    """Whether a process beside would have a core to itself: there are two cores or more,
+    and the load average over the last minute, this process's own share included, is
+    below the cores less a half."""
+    cores = os.cpu_count() or 1
     try:
-        return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+        return cores >= 2 and os.getloadavg()[0] < cores - 0.5
     except (AttributeError, OSError):  # no load average here
         return False
 

@@ -165,7 +165,7 @@ def test_work_beside_runs_in_another_process_and_ends_with_the_block(tmp_path, m
     assert "not shown" not in capfd.readouterr().out
 
 
-@pytest.mark.parametrize(("load", "cores", "idle"), [(0.3, 2, True), (1.2, 2, False),
+@pytest.mark.parametrize(("load", "cores", "idle"), [(1.2, 2, True), (1.6, 2, False),
                                                      (0.1, 1, False), (5.0, 8, True)])
 def test_a_process_beside_needs_a_core_to_itself(monkeypatch, load, cores, idle):
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
