@@ -20,12 +20,11 @@ and the branch on ``len(wbits)`` costs nothing next to the memory traffic.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numba
 import numpy as np
 from numba import njit, prange
+
+from seraph.kernels import kernel, serial
 
 #: A counting sort first splits the keys into at most this many parts of consecutive keys,
 #: then sorts each part on its own: a part's counters and output stay in cache, where one
@@ -33,26 +32,17 @@ from numba import njit, prange
 _PARTS = 256
 #: Edges per block of the parallel compaction.
 _BLOCK = 1 << 16
-#: Kernels on fewer edges run on the calling thread (see ``_serial_if_small``).
-_PARALLEL_EDGES = 1 << 16
 
 
-@contextmanager
-def _serial_if_small(num_edges: int) -> Iterator[None]:
-    """Runs small inputs on the calling thread: waking numba's thread pool costs more than
-    the work, and milliseconds when other processes keep the cores busy."""
-    if num_edges >= _PARALLEL_EDGES:
-        yield
-        return
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(threads)
+def _parallel(num_edges: int) -> bool:
+    """Whether a kernel over ``num_edges`` edges runs on every thread: a small input runs
+    on the calling thread (its serial twin, :mod:`seraph.kernels`), where waking numba's
+    thread pool costs more than the work, and milliseconds when other processes keep the
+    cores busy."""
+    return not serial(num_edges, num_edges)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _partition(keys, others, wbits, first_key, shift, num_parts, num_threads):
     """Stable partition of edges by part ``(key - first_key) >> shift``; returns the part
     offsets and the edges (keys relative to ``first_key``) in part order."""
@@ -100,12 +90,13 @@ def partition(keys: np.ndarray, others: np.ndarray, wbits: np.ndarray, first_key
     Returns the part offsets (part p is ``starts[p]:starts[p + 1]``) and fresh int32 keys
     (minus ``first_key``), int32 neighbours and uint32 weight bits in part order.
     """
-    with _serial_if_small(len(keys)):
-        threads = max(1, min(numba.get_num_threads(), len(keys) // num_parts))
-        return _partition(keys, others, wbits, first_key, shift, num_parts, threads)
+    parallel = _parallel(len(keys))
+    threads = max(1, min(numba.get_num_threads(), len(keys) // num_parts)) if parallel else 1
+    return _partition.twin(parallel)(keys, others, wbits, first_key, shift, num_parts,
+                                      threads)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _sort_parts(starts, keys, others, wbits, shift, num_keys, out_others, out_wbits):
     """Counting sort of each part by key into ``out_*``; returns the row offsets."""
     weighted = len(wbits) > 0
@@ -143,11 +134,11 @@ def sort_by_key(keys: np.ndarray, others: np.ndarray, wbits: np.ndarray, first_k
     shift = max(0, int(num_keys - 1).bit_length() - _PARTS.bit_length() + 1)
     num_parts = max(1, -(-num_keys // (1 << shift)))
     starts, *parted = partition(keys, others, wbits, first_key, shift, num_parts)
-    with _serial_if_small(len(keys)):
-        return _sort_parts(starts, *parted, shift, num_keys, others, wbits)
+    return _sort_parts.twin(_parallel(len(keys)))(starts, *parted, shift, num_keys, others,
+                                                wbits)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _expand_rows(indptr, first_key, out):
     for r in prange(len(indptr) - 1):
         out[indptr[r]: indptr[r + 1]] = first_key + r
@@ -156,8 +147,7 @@ def _expand_rows(indptr, first_key, out):
 def expand_rows(indptr: np.ndarray, first_key: int, out: np.ndarray) -> None:
     """Writes the int32 key of every edge of the rows ``indptr`` into ``out`` (undoes a
     counting sort)."""
-    with _serial_if_small(int(indptr[-1])):
-        _expand_rows(indptr, first_key, out)
+    _expand_rows.twin(_parallel(int(indptr[-1])))(indptr, first_key, out)
 
 
 @njit(cache=True)
@@ -186,7 +176,7 @@ def dedup_rows(indptr, others, wbits):
     return out
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _compact_edges(src, dst, wbits, num_vertices, keep_self_loops, out_src, out_dst,
                    out_wbits):
     weighted = len(wbits) > 0
@@ -231,24 +221,24 @@ def compact_edges(src: np.ndarray, dst: np.ndarray, wbits: np.ndarray, num_verti
     ``0..num_vertices-1`` (-1 when there is none; otherwise the edges are incomplete)."""
     out = (np.empty(len(src), np.int32), np.empty(len(src), np.int32),
            np.empty(len(wbits), np.uint32))
-    with _serial_if_small(len(src)):
-        kept, bad = _compact_edges(src, dst, wbits, num_vertices, keep_self_loops, *out)
+    kept, bad = _compact_edges.twin(_parallel(len(src)))(src, dst, wbits, num_vertices,
+                                                      keep_self_loops, *out)
     return out[0][:kept], out[1][:kept], out[2][:kept], bad
 
 
 def sort_rows_by_weight(indptr: np.ndarray, others: np.ndarray, wbits: np.ndarray) -> None:
     """Orders every row by weight in place, stably (rows sorted by neighbour come out
     sorted by weight, then neighbour)."""
-    with _serial_if_small(len(others)):
-        _sort_rows_by_weight(indptr, others, wbits)
+    _sort_rows_by_weight.twin(_parallel(len(others)))(indptr, others, wbits)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _sort_rows_by_weight(indptr, others, wbits):
     for r in prange(len(indptr) - 1):
         lo, hi = indptr[r], indptr[r + 1]
         if hi - lo < 2:
             continue
         by = np.argsort(wbits[lo:hi], kind="mergesort")
-        others[lo:hi] = others[lo:hi][by]
-        wbits[lo:hi] = wbits[lo:hi][by]
+        row_others, row_wbits = others[lo:hi].copy(), wbits[lo:hi].copy()
+        for i in range(hi - lo):  # a loop: a slice copy compiles a shape check's message
+            others[lo + i], wbits[lo + i] = row_others[by[i]], row_wbits[by[i]]

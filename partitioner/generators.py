@@ -26,6 +26,7 @@ from partitioner.weights import (
 )
 from partitioner.writer import MAX_VERTICES
 from seraph.errors import InputError
+from seraph.kernels import kernel
 
 #: Largest scale: a store holds fewer than 2^31 vertices (csc/indices is int32).
 MAX_SCALE = 30
@@ -74,8 +75,8 @@ def rmat(scale: int, edge_factor: int = 16, seed: int = 0,
 
     def make(start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         src, dst = np.empty(count, np.int64), np.empty(count, np.int64)
-        _rmat_edges(start, scale, key, thresholds, relabel.mult, relabel.add, relabel.mask,
-                    relabel.shift, src, dst)
+        _rmat_edges.over(count, m)(start, scale, key, thresholds, relabel.mult, relabel.add,
+                                   relabel.mask, relabel.shift, src, dst)
         return src, dst
 
     provenance = {"generator": "rmat", "scale": scale, "edge_factor": edge_factor,
@@ -94,7 +95,7 @@ def uniform(scale: int, edge_factor: int = 16, seed: int = 0,
 
     def make(start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         src, dst = np.empty(count, np.int64), np.empty(count, np.int64)
-        _uniform_edges(start, key, np.uint64(n - 1), src, dst)
+        _uniform_edges.over(count, m)(start, key, np.uint64(n - 1), src, dst)
         return src, dst
 
     provenance = {"generator": "uniform", "scale": scale, "edge_factor": edge_factor,
@@ -256,7 +257,7 @@ def _append_levels(ids, bits):
         ids[i] = (ids[i] << _U4) | (((quads[i] * _NIBBLE) >> _U27) & _U15)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _rmat_edges(start, scale, key, thresholds, mult, add, mask, shift, src, dst):
     """Edges ``start .. start + len(src)``; edge e uses draws ``e * D .. e * D + D - 1``
     (D = draws per edge), the first one for the four most significant levels.
@@ -283,18 +284,21 @@ def _rmat_edges(start, scale, key, thresholds, mult, add, mask, shift, src, dst)
             _append_levels(u, row)
             _append_levels(v, col)
         # Levels past ``scale`` (of the last draw) are dropped: they are the lowest bits.
-        u >>= surplus
-        v >>= surplus
+        # (Loops, not array expressions and slice copies: they compile in less time.)
+        for i in range(count):
+            u[i] >>= surplus
+            v[i] >>= surplus
         _relabel(u, mult, add, mask, shift)
         _relabel(v, mult, add, mask, shift)
-        src[lo:lo + count] = u
-        dst[lo:lo + count] = v
+        for i in range(count):
+            src[lo + i] = u[i]
+            dst[lo + i] = v[i]
 
 
 # --------------------------------------------------------------------------------------
 # Uniform
 # --------------------------------------------------------------------------------------
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _uniform_edges(start, key, mask, src, dst):
     # One draw per edge: n <= 2^30, so its low and high halves give both ends.
     for i in prange(len(src)):

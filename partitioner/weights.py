@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.errors import InputError
+from seraph.kernels import kernel
 
 #: The weight range of the GAP benchmark suite (integers 1..255), used by ``--weighted``.
 GAP_WEIGHTS = (1.0, 255.0)
@@ -107,12 +108,12 @@ def hash_weights(src: np.ndarray, dst: np.ndarray, lo: float, hi: float,
     span = hi - lo + 1.0 if integral else hi - lo
     lo32, hi32 = _float32_bounds(lo, hi, integral)
     out = np.empty(len(src), dtype=np.float32)
-    _hash_weights(src, dst, stream_key(check_seed(seed), WEIGHT_STREAM), lo, span, integral,
-                  lo32, hi32, out)
+    _hash_weights.over(len(src), len(src))(src, dst, stream_key(check_seed(seed), WEIGHT_STREAM),
+                                           lo, span, integral, lo32, hi32, out)
     return out
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _hash_weights(src, dst, key, lo, span, integral, lo32, hi32, out):
     for i in prange(len(src)):
         u, v = np.uint64(src[i]), np.uint64(dst[i])

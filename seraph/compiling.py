@@ -4,9 +4,16 @@ CLI can say why a first run is slow.
 numba compiles a kernel on its first call with new argument types (once per install: the
 result is cached on disk, see :mod:`seraph.numba_cache`). It announces every compile as a
 ``numba:compile`` event; one listener, registered on first use, adds up the time of the
-outermost ones (a compile triggers nested compiles of the kernels it calls). numba compiles
-under one global lock, so the outermost events never overlap. On a terminal the CLI also
-has it say, every few seconds while kernels compile, how many have compiled so far.
+outermost ones (a compile triggers nested compiles of the kernels it calls), counting as
+compiling the time spent waiting for another process to compile a kernel
+(:data:`~seraph.numba_cache.WAITING`). numba compiles under one global lock, so the
+outermost events never overlap. On a terminal the CLI also has it say, every few seconds
+while kernels compile, how many have compiled so far.
+
+A first run can have a second process compile ahead (:func:`compiled_beside`): where a
+core is idle (:func:`a_core_is_idle`), the kernels of work the run comes to later compile
+there while the run compiles its own, and the run loads them from the shared cache. On a
+busy machine the second process would only take the run's share of the cores.
 
 While numba holds that lock, llvmlite calls back into Python to hand LLVM the machine code
 of cached kernels (and to take that of new ones). A signal handler raising there is dropped
@@ -18,13 +25,17 @@ held (:func:`interrupts_held_while_compiling`) and takes them once it is release
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from numba.core import event
 
-from seraph.numba_cache import PACKAGES
+from seraph.numba_cache import PACKAGES, WAITING, fcntl
 from seraph.temporaries import signals_deferred
 
 #: Compiling for longer than this (in total) gets the one-time note ...
@@ -69,7 +80,7 @@ class _Watch(event.Listener):
             self.timer.start()
 
     def on_end(self, ev: event.Event) -> None:
-        self.kernels += _ours(ev)
+        self.kernels += ev.kind == "numba:compile" and _ours(ev)
         self.depth -= 1
         if self.depth > 0:
             return
@@ -113,6 +124,7 @@ def _watcher() -> _Watch:
     if _watch is None:
         _watch = _Watch()
         event.register("numba:compile", _watch)
+        event.register(WAITING, _watch)
     return _watch
 
 
@@ -158,3 +170,56 @@ def interrupts_held_while_compiling() -> Iterator[None]:
     kernel is taken once it is done, where it can unwind (see the module docstring)."""
     with event.install_listener("numba:compiler_lock", _HoldInterrupts()):
         yield
+
+
+#: What the process beside runs: a signal ends it at once (its cache writes replace files
+#: whole, and its locks go with it), as does its parent's end where the system can say so
+#: (Linux's PR_SET_PDEATHSIG).
+_BESIDE = """
+import signal, sys
+for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, signal.SIG_DFL)
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+except (AttributeError, OSError):
+    pass
+import importlib
+module, name, *args = sys.argv[1:]
+getattr(importlib.import_module(module), name)(*args)
+"""
+
+
+def a_core_is_idle() -> bool:
+    """Whether a process beside would have a core to itself: there are two cores or more,
+    and the load average over the last minute, this process's own share included, is
+    below the cores less a half."""
+    cores = os.cpu_count() or 1
+    try:
+        return cores >= 2 and os.getloadavg()[0] < cores - 0.5
+    except (AttributeError, OSError):  # no load average here
+        return False
+
+
+@contextlib.contextmanager
+def compiled_beside(module: str, function: str, *args: str) -> Iterator[None]:
+    """Runs ``module.function(*args)`` (strings) in a second Python process while the block
+    runs, to compile ahead: given work the block comes to later, it compiles that work's
+    kernels into the shared cache meanwhile, and the block loads them (one still compiling
+    there, the block waits for: seraph.numba_cache). Its output is dropped; a signal ends
+    it at once, and so does the block's end, whatever it had left (the block compiled that
+    itself). Where processes cannot lock the cache (no fcntl), nothing runs beside."""
+    if fcntl is None:
+        yield
+        return
+    root = str(Path(__file__).resolve().parent.parent)  # this copy of the package, first
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    process = subprocess.Popen([sys.executable, "-c", _BESIDE, module, function, *args],
+                               cwd=root, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        process.kill()
+        process.wait()

@@ -22,6 +22,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from seraph.kernels import kernel
+
 
 class LightestIn(NamedTuple):
     codes: np.ndarray  # uint8 per vertex: codes[v] * unit <= the weight of v's lightest in-edge
@@ -34,14 +36,14 @@ NO_BOUND = LightestIn(np.zeros(1, dtype=np.uint8), np.float32(0))
 
 def lightest_in(indptr: np.ndarray, weights: np.ndarray) -> LightestIn:
     """The bound for a CSC (``weights`` float32, one per in-edge)."""
-    lightest = _lightest(indptr, weights)
+    lightest = _lightest.over(len(weights), len(weights))(indptr, weights)
     finite = lightest[np.isfinite(lightest)]
     top = float(finite.max()) if len(finite) else 0.0
     if top <= 0:
         return LightestIn(np.zeros(len(lightest), dtype=np.uint8), np.float32(0))
     integral = top <= 255 and bool(np.all(finite == np.floor(finite)))
     unit = np.float32(1 if integral else top / 255)
-    return LightestIn(_codes(lightest, unit), unit)
+    return LightestIn(_codes.over(len(lightest), len(weights))(lightest, unit), unit)
 
 
 @njit(cache=True, inline="always")
@@ -53,7 +55,7 @@ def proven(value, threshold, codes, unit, v) -> bool:
     return value <= threshold
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _lightest(indptr, weights):
     n = len(indptr) - 1
     out = np.full(n, np.inf, dtype=np.float32)
@@ -64,7 +66,7 @@ def _lightest(indptr, weights):
     return out
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _codes(lightest, unit):
     codes = np.zeros(len(lightest), dtype=np.uint8)
     for v in prange(len(lightest)):

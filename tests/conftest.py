@@ -58,6 +58,16 @@ def three_slots() -> Callable[..., str]:
     return budget
 
 
+@pytest.fixture
+def all_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call runs the parallel twins of its kernels, however small its work
+    (seraph.kernels), so that a small graph tests them too."""
+    from seraph import kernels
+
+    monkeypatch.setattr(kernels, "SERIAL_WORK", 0)
+    monkeypatch.setattr(kernels, "SERIAL_GRAPH", 0)
+
+
 @pytest.fixture(autouse=True)
 def sigint_raises():
     """SIGINT raises KeyboardInterrupt during every test, as in an interactive shell, also

@@ -73,7 +73,7 @@ def test_a_bottom_up_round_pulls_exactly_the_given_vertices(case):
     check_pull(*case)
 
 
-def test_a_large_bottom_up_round_splits_its_edges_between_threads():
+def test_a_large_bottom_up_round_splits_its_edges_between_threads(all_threads):
     rng = np.random.default_rng(3)
     n, m = 3000, 60000
     src = rng.integers(0, n, m)
@@ -109,7 +109,7 @@ def test_unsettled_lists_vertices_with_in_edges_above_the_threshold(n, seed, thr
     check_unsettled(n, seed, threshold, limit)
 
 
-def test_unsettled_counts_and_lists_in_parallel_chunks():
+def test_unsettled_counts_and_lists_in_parallel_chunks(all_threads):
     # 300,000 vertices are five chunks; the first limit is met, the second not.
     for limit in (10**5, 10**6):
         check_unsettled(300_000, 4, 8, limit)

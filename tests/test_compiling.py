@@ -15,6 +15,7 @@ from numba.core import event
 
 import seraph
 from seraph import api, compiling, rounds
+from seraph.numba_cache import WAITING
 
 
 def _fresh_kernel():
@@ -47,9 +48,11 @@ def test_watch_is_silent_below_the_threshold(monkeypatch: pytest.MonkeyPatch) ->
 
 
 class _Compile:
-    """A stand-in for numba's compile event of a function in ``module``."""
+    """A stand-in for numba's compile event of a function in ``module`` (or, of ``kind``
+    WAITING, for the wait for another process's compile of it)."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, kind: str = "numba:compile") -> None:
+        self.kind = kind
         self.data = {"dispatcher": type("D", (), {"py_func": type("F", (), {
             "__module__": module})})()}
 
@@ -70,6 +73,18 @@ def test_ticks_count_our_kernels_while_they_compile() -> None:
     watch.tick(116.0)
     assert said == ["compiled 0 kernels so far (4 s)", "compiled 1 kernels so far (8 s)",
                     "compiled 2 kernels so far (16 s)"]
+
+
+def test_a_wait_for_another_process_ticks_as_compiling_and_counts_no_kernel() -> None:
+    watch, said = compiling._Watch(), []
+    watch.announce, watch.first = said.append, 100.0
+    wait = _Compile("seraph.backends.cpu.push", kind=WAITING)
+    watch.on_start(wait)
+    watch.tick(104.0)
+    watch.on_end(wait)
+    watch.tick(108.0)
+    assert said == ["compiled 0 kernels so far (4 s)"]
+    assert watch.total > 0
 
 
 def test_a_long_compile_is_never_silent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,3 +141,33 @@ def test_cli_says_it_compiles_once_then_not_again(tmp_path: Path) -> None:
     assert cold.count(compiling.NOTE) == 1
     warm = _generate(tmp_path, tmp_path / "cache", "b.zarr")
     assert compiling.NOTE not in warm
+
+
+def test_work_beside_runs_in_another_process_and_ends_with_the_block(tmp_path, monkeypatch,
+                                                                      capfd):
+    (tmp_path / "beside_probe.py").write_text(
+        "import os, sys, time\n"
+        "def run(path):\n"
+        "    print('not shown')\n"
+        "    open(path, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    mark = tmp_path / "pid"
+    with compiling.compiled_beside("beside_probe", "run", str(mark)):
+        deadline = time.perf_counter() + 60
+        while not (mark.exists() and mark.read_text()) and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        pid = int(mark.read_text())
+        assert pid != os.getpid()
+        os.kill(pid, 0)  # running
+    with pytest.raises(ProcessLookupError):  # and gone, without its minute's sleep
+        os.kill(pid, 0)
+    assert "not shown" not in capfd.readouterr().out
+
+
+@pytest.mark.parametrize(("load", "cores", "idle"), [(1.2, 2, True), (1.6, 2, False),
+                                                     (0.1, 1, False), (5.0, 8, True)])
+def test_a_process_beside_needs_a_core_to_itself(monkeypatch, load, cores, idle):
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    assert compiling.a_core_is_idle() is idle

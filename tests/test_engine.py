@@ -393,7 +393,7 @@ def test_union_find_components(case, cfg, sleepy, device):
     assert result.stats.pages_transferred == 0 or result.stats.resident
 
 
-def test_union_find_on_larger_graphs(device):
+def test_union_find_on_larger_graphs(device, all_threads):
     """Graphs whose rows and hooks race across many threads and blocks: a shuffled grid
     with holes, a power-law graph and many small components, paged and resident."""
     rng = np.random.default_rng(3)
@@ -584,9 +584,10 @@ def test_shapes(shape, algorithm, sleepy, device):
         check_run(algorithm, edges, source, cfg, sleepy, device)
 
 
-def test_big_pages_and_source_blocks_of_several_vertices(sleepy, device):
+def test_big_pages_and_source_blocks_of_several_vertices(sleepy, device, all_threads):
     """Above 4096 vertices a source block (the unit of page activity) spans several
-    vertices; pages of SERIAL_EDGES edges or more are pulled by several threads."""
+    vertices; pages of SERIAL_EDGES edges or more are pulled by several threads (on the
+    CPU, where the kernels' parallel twins run: the fixture all_threads)."""
     rng = np.random.default_rng(11)
     n, m = 5000, 10000
     src = rng.integers(0, n, m)

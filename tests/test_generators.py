@@ -110,7 +110,7 @@ def test_edges_do_not_depend_on_chunk_size(name, chunk_edges):
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_edges_do_not_depend_on_thread_count(name):
+def test_edges_do_not_depend_on_thread_count(name, all_threads):
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:

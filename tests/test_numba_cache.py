@@ -117,3 +117,14 @@ def test_installs_at_two_places_share_the_cache(tmp_path: Path) -> None:
         assert Path(out[0]).is_relative_to(tmp_path / place)
         compiled.append(int(out[1]))
     assert compiled == [1, 0, 1]
+
+
+def test_a_kernel_compiling_in_another_process_is_waited_for_not_compiled_again(tmp_path):
+    # Two processes reach one kernel on a fresh cache at once: one compiles it, the other
+    # waits for it and loads it.
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.Popen([sys.executable, "-c", _CALL], env=env, stdout=subprocess.PIPE,
+                             text=True, cwd=tmp_path) for _ in range(2)]
+    compiled = sorted(int(run.communicate()[0].split()[1]) for run in runs)
+    assert [run.returncode for run in runs] == [0, 0]
+    assert compiled == [0, 1]

@@ -225,7 +225,7 @@ def random_graph(n=20_000, m=200_000, seed=3):
 
 
 @pytest.mark.parametrize("mode", [HOP, LABEL, DISTANCE])
-def test_rounds_split_across_threads_match_scipy(mode):
+def test_rounds_split_across_threads_match_scipy(mode, all_threads):
     n, src, dst, _ = random_graph(m=400_000)
     if mode == LABEL:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
@@ -263,7 +263,7 @@ def test_push_round_returns_sorted_claims_and_clears_flags():
     assert pushed > 4096
 
 
-def test_a_hub_split_across_threads_matches_scipy():
+def test_a_hub_split_across_threads_matches_scipy(all_threads):
     n = 30_000
     src = np.zeros(n, dtype=np.int64)  # vertex 0 -> everyone, then a long path back
     dst = np.arange(n)
@@ -277,7 +277,7 @@ def test_a_hub_split_across_threads_matches_scipy():
         csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0), DISTANCE))
 
 
-def test_fifty_parallel_runs_agree_with_each_other_and_one_thread():
+def test_fifty_parallel_runs_agree_with_each_other_and_one_thread(all_threads):
     n, src, dst, w = random_graph()
     graph = csr(n, src, dst, w)
     threads = numba.get_num_threads()

@@ -153,7 +153,7 @@ def test_self_loops_alone_join_nothing():
     np.testing.assert_array_equal(check(4, [0, 2, 2], [0, 2, 2]), [0, 1, 2, 3])
 
 
-def test_large_random_graph_under_contention():
+def test_large_random_graph_under_contention(all_threads):
     """Enough edges per thread that hooks race on the same roots many times."""
     rng = np.random.default_rng(7)
     n = 200_000
@@ -161,7 +161,7 @@ def test_large_random_graph_under_contention():
         check(n, rng.integers(0, n, m), rng.integers(0, n, m))
 
 
-def test_hub_split_over_many_pieces():
+def test_hub_split_over_many_pieces(all_threads):
     """One hub's edges are cut into many parallel pieces that all hook into it at once."""
     n = 300_000
     leaves = np.random.default_rng(3).permutation(n)[1:]
@@ -169,7 +169,7 @@ def test_hub_split_over_many_pieces():
 
 
 @pytest.mark.parametrize("piece_items", [1, 1 << 14, 1 << 40])
-def test_one_thread_and_all_threads_agree(piece_items, monkeypatch):
+def test_one_thread_and_all_threads_agree(piece_items, monkeypatch, all_threads):
     monkeypatch.setattr(union_find, "_PIECE_ITEMS", piece_items)
     rng = np.random.default_rng(4)
     src, dst = grid(150, 150)

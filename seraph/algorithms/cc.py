@@ -58,6 +58,7 @@ from seraph.algorithms.verify import (
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import InputError
+from seraph.kernels import kernel
 from seraph.operators import LABEL, OPERATORS
 from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
 from seraph.scheduler import EngineConfig, Run
@@ -151,7 +152,8 @@ def connected_components(graph, *, config: EngineConfig | None = None,
     config = config or make_config(**options)
     spec = SPEC if config.components == "union-find" else PROPAGATION
     labels, stats, trace = execute(g, spec, None, config)
-    return CCResult(component_labels(g, labels), own_labels(labels), stats, trace)
+    count = own_labels.over(len(labels), g.num_edges)(labels)
+    return CCResult(component_labels(g, labels), count, stats, trace)
 
 
 def component_labels(graph, labels: np.ndarray) -> np.ndarray:
@@ -175,7 +177,7 @@ def _smallest_input_ids(labels, ids):
     return out
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def own_labels(labels: np.ndarray) -> int:
     """The components: each is labelled by its smallest vertex, the one vertex that keeps
     its own id (counted on every thread, as the labels were made)."""
@@ -228,7 +230,7 @@ def verify(graph, labels: np.ndarray, source: int | None = None,
     joins two vertices of one component, so when that pass kept every such edge it found
     (a task had room for them all), every edge's ends share a tree and the trees are the
     components; else the pass runs again, having joined at least one pair of trees."""
-    n = graph.num_vertices
+    n, m = graph.num_vertices, graph.num_edges
     indptr, ids = graph.array("csc/indptr"), id_table(graph)
     labels = np.ascontiguousarray(labels, np.int64)
     parent = np.arange(n, dtype=np.int32)
@@ -236,22 +238,24 @@ def verify(graph, labels: np.ndarray, source: int | None = None,
     first_vertex, last_vertex = graph.page_first_vertex, graph.page_last_vertex
     for start, indices, _ in pages(graph):
         page = start // graph.page_edges
-        _hook_first(indptr, start, indices, first_vertex[page], last_vertex[page], parent)
-    _compress(parent)
+        _hook_first.over(len(indices), m)(indptr, start, indices, first_vertex[page],
+                                          last_vertex[page], parent)
+    _compress.over(n, m)(parent)
     tasks = -(-graph.page_edges // EDGE_CHUNK)
     found, counts = np.empty((tasks, ROOM, 2), np.int32), np.zeros(tasks, np.int64)
     check_labels, missed = True, True
     while missed:
         missed = False
         for start, indices, _ in pages(graph):
-            _find_apart(indptr, start, indices, labels, parent, not graph.symmetric,
-                        check_labels, bad, found, counts)
+            _find_apart.over(len(indices), m)(indptr, start, indices, labels, parent,
+                                              not graph.symmetric, check_labels, bad, found,
+                                              counts)
             missed |= _join(parent, found, counts[:-(-len(indices) // EDGE_CHUNK)])
         check_labels = False
-    _compress(parent)
+    _compress.over(n, m)(parent)
     owner = np.full(n, -1, np.int32)
-    _claim_roots(labels, ids, parent, owner)
-    _check_roots(labels, ids, parent, owner, bad)
+    _claim_roots.over(n, m)(labels, ids, parent, owner)
+    _check_roots.over(n, m)(labels, ids, parent, owner, bad)
     return wrong(graph, bad, lambda v, code: _describe(graph, labels, v, code))
 
 
@@ -282,7 +286,7 @@ def _union(parent, u, v):
         parent[ru] = rv
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _hook_first(indptr, start, indices, first, last, parent):
     """The page's part of each vertex's first :data:`SAMPLED` in-edges, hooked in
     parallel: as in Afforest, these few edges join most of a large component, so that the
@@ -293,7 +297,7 @@ def _hook_first(indptr, start, indices, first, last, parent):
             _union(parent, indices[i - start], v)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad, found,
                 counts):
     """One page's edges (u, v), each pair once (u < v: a symmetric store holds both
@@ -328,13 +332,13 @@ def _join(parent, found, counts):
     return bool((counts > ROOM).any())
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _compress(parent):
     for v in prange(len(parent)):
         parent[v] = _find(parent, v)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _claim_roots(labels, ids, parent, owner):
     """``owner[root]``: a vertex of the root's component whose label is its own id."""
     for v in prange(len(labels)):
@@ -342,7 +346,7 @@ def _claim_roots(labels, ids, parent, owner):
             owner[_find(parent, v)] = v
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _check_roots(labels, ids, parent, owner, bad):
     """Each vertex's label is no more than its own id and is the id of a vertex of its
     component (:func:`_claim_roots`)."""

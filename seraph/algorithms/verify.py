@@ -3,11 +3,11 @@
 Each algorithm module owns a verifier, ``verify(graph, values, source, predecessors)``: an
 O(m) check of an answer, GAP's way, that shares no code with the engine and runs at any
 size (``seraph run --validate``, ``seraph demo``, the benchmarks). It reads the store's CSC
-page by page (:func:`pages`), one parallel numba call a page, so that Ctrl-C lands between
-pages, and holds only O(n) vertex arrays besides the page being read and the next. Here
-are the pages, the path check BFS, SSSP and SSWP share (:func:`verify_paths`) and the
-report of what is wrong (:func:`wrong`). docs/design.md, "Verifiers", says why each check
-is sufficient.
+page by page (:func:`pages`), one numba call a page (on every thread where the work is
+large: :mod:`seraph.kernels`), so that Ctrl-C lands between pages, and holds only O(n)
+vertex arrays besides the page being read and the next. Here are the pages, the path check
+BFS, SSSP and SSWP share (:func:`verify_paths`) and the report of what is wrong
+(:func:`wrong`). docs/design.md, "Verifiers", says why each check is sufficient.
 
 The tests keep scipy.sparse.csgraph as their oracle: each module's ``reference`` and
 ``check`` (:func:`compare`), for graphs whose adjacency matrix fits in host memory.
@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit, prange
+
+from seraph.kernels import kernel
 
 #: Larger graphs are not compared with scipy: it would need several times their size in RAM.
 MAX_SCIPY_EDGES = 200_000_000
@@ -155,7 +157,7 @@ def _within(value, reach, widest):
     return value >= reach if widest else value <= reach
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _path_edges(indptr, start, indices, weights, values, unreached, widest, preds, ids,
                 grounded, level, pred_grounded, pred_level, bad):
     """One page's in-edges (u, v): ``values[v]`` no more than ``values[u] + w`` (no less
@@ -192,7 +194,7 @@ def _path_edges(indptr, start, indices, weights, values, unreached, widest, pred
                         pred_level[v] = 1
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _path_vertices(values, unreached, source, origin, preds, grounded, level,
                    pred_grounded, pred_level, bad):
     """Each vertex: the source holds ``origin`` and names no predecessor, an unreached
@@ -226,7 +228,7 @@ def _path_vertices(values, unreached, source, origin, preds, grounded, level,
     return pending
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _path_spread(indptr, start, indices, weights, values, widest, preds, ids, grounded,
                  pred_grounded):
     """One page's tight in-edges between equal values: a vertex reached so from a grounded
@@ -253,7 +255,7 @@ def _path_spread(indptr, start, indices, weights, values, widest, preds, ids, gr
     return marked
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@kernel(parallel=True, nogil=True, cache=True)
 def _path_floating(values, unreached, preds, grounded, pred_grounded, bad):
     """After the spreading: a reached vertex still not grounded is wrong."""
     for v in prange(len(values)):
@@ -282,7 +284,7 @@ def verify_paths(graph, values: np.ndarray, source: int, predecessors: np.ndarra
     no narrower than the tail's) only once its tail is settled, by passes that spread the
     marks until none is set (needed only where such edges are; a pass per link of the
     longest such chain at worst)."""
-    n = graph.num_vertices
+    n, m = graph.num_vertices, graph.num_edges
     indptr, ids = graph.array("csc/indptr"), id_table(graph)
     values, unreached = np.ascontiguousarray(values), values.dtype.type(unreached)
     origin = values.dtype.type(np.inf if widest else 0)
@@ -291,18 +293,20 @@ def verify_paths(graph, values: np.ndarray, source: int, predecessors: np.ndarra
     grounded, level, bad = flags[:3]
     pred_grounded, pred_level = flags[3:] if preds is not None else (grounded, level)
     for start, indices, w in pages(graph, weighted):
-        _path_edges(indptr, start, indices, w, values, unreached, widest, preds, ids,
-                    grounded, level, pred_grounded, pred_level, bad)
-    pending = _path_vertices(values, unreached, source, origin, preds, grounded, level,
-                             pred_grounded, pred_level, bad)
+        _path_edges.over(len(indices), m)(indptr, start, indices, w, values, unreached,
+                                          widest, preds, ids, grounded, level, pred_grounded,
+                                          pred_level, bad)
+    pending = _path_vertices.over(n, m)(values, unreached, source, origin, preds, grounded,
+                                        level, pred_grounded, pred_level, bad)
     if 0 <= source < n:
         grounded[source] = pred_grounded[source] = 1
-    while pending and sum(_path_spread(indptr, start, indices, w, values, widest, preds, ids,
-                                       grounded, pred_grounded)
+    while pending and sum(_path_spread.over(len(indices), m)(indptr, start, indices, w,
+                                                             values, widest, preds, ids,
+                                                             grounded, pred_grounded)
                           for start, indices, w in pages(graph, weighted)):
         pass  # every page of a pass runs: a mark set late in one is seen in the next
     if pending:
-        _path_floating(values, unreached, preds, grounded, pred_grounded, bad)
+        _path_floating.over(n, m)(values, unreached, preds, grounded, pred_grounded, bad)
     return wrong(graph, bad, lambda v, code: _describe_path(
         graph, values, unreached, origin, preds, weighted, widest, v, code))
 

@@ -13,9 +13,10 @@ from numba import njit, prange
 
 from seraph.backends.caches import graph_cached
 from seraph.backends.layout import Layout
+from seraph.kernels import kernel
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
     """The source blocks each page reads, one bit per block (row p: page p's blocks, 64
     to a word).
@@ -33,53 +34,84 @@ def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
     return bits
 
 
-@njit(cache=True)
-def pages_active(pages, bits, block_epoch, processed):
-    """For each of ``pages``, whether a source block it reads changed at or after the epoch
-    in which it was last swept.
+def pages_active(pages: np.ndarray, bits: np.ndarray, block_epoch: np.ndarray,
+                 processed: np.ndarray) -> np.ndarray:
+    """For each of ``pages`` (int64, contiguous), whether a source block it reads changed
+    at or after the epoch in which it was last swept.
 
     The scheduler asks before every window step, so the cost must not grow with blocks x
     pages: the pages of a window were last swept in a few distinct epochs, and for each
     such epoch one bit mask of the blocks changed since then serves every page, which
     then needs one AND per 64 blocks."""
+    since = processed[pages]
+    return _pages_active(pages, bits, block_epoch, since, np.unique(since))
+
+
+@njit(cache=True)
+def _pages_active(pages, bits, block_epoch, since, epochs):
+    """:func:`pages_active` given ``since`` (the pages' epochs) and ``epochs`` (those
+    epochs, ascending and distinct)."""
     active = np.zeros(len(pages), dtype=np.bool_)
     if len(pages) == 0:
         return active
-    since = processed[pages]
-    epochs = np.unique(since)
     # dirty[k]: the blocks changed at or after epochs[k]. A block goes into the mask of the
     # newest epoch it is dirty for; the masks of older epochs then take in the newer ones.
     dirty = np.zeros((len(epochs), bits.shape[1]), dtype=np.uint64)
-    newest = np.searchsorted(epochs, block_epoch, side="right") - 1
     for b in range(len(block_epoch)):
-        if newest[b] >= 0:
-            dirty[newest[b], b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        newest = _epochs_up_to(epochs, block_epoch[b]) - 1
+        if newest >= 0:
+            dirty[newest, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
     for k in range(len(epochs) - 2, -1, -1):
-        dirty[k] |= dirty[k + 1]
+        for w in range(bits.shape[1]):
+            dirty[k, w] |= dirty[k + 1, w]
     for i in range(len(pages)):
-        row, mask = bits[pages[i]], dirty[np.searchsorted(epochs, since[i])]
-        for w in range(len(row)):
-            if row[w] & mask[w]:
+        k = _epochs_up_to(epochs, since[i] - 1)  # the index of since[i] in epochs
+        for w in range(bits.shape[1]):
+            if bits[pages[i], w] & dirty[k, w]:
                 active[i] = True
                 break
     return active
+
+
+@njit(cache=True, inline="always")
+def _epochs_up_to(epochs, epoch):
+    """How many of ``epochs`` (ascending) are at most ``epoch``: a binary search written
+    out, which compiles in a fraction of np.searchsorted's time."""
+    lo, hi = 0, len(epochs)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if epochs[mid] <= epoch:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(cache=True)
 def blocks_of(vertices, block_shift, num_blocks):
     """The distinct source blocks of ``vertices``, ascending (a mask, not a sort: O(n))."""
     hit = np.zeros(num_blocks, dtype=np.bool_)
+    count = 0
     for v in vertices:
-        hit[v >> block_shift] = True
-    return np.flatnonzero(hit)
+        b = v >> block_shift
+        count += not hit[b]
+        hit[b] = True
+    out = np.empty(count, dtype=np.int64)  # np.flatnonzero(hit), in a loop that compiles fast
+    k = 0
+    for b in range(num_blocks):
+        if hit[b]:
+            out[k] = b
+            k += 1
+    return out
 
 
 def page_summary(graph, layout: Layout) -> np.ndarray:
     """Source blocks read by each page (a bit per block), built once per graph and block
     size."""
-    return graph_cached(graph, ("page_summary", layout.block_shift), lambda: page_source_blocks(
-        graph.csc()[1], graph.page_edges, graph.num_pages, layout.block_shift,
-        layout.num_blocks))
+    return graph_cached(graph, ("page_summary", layout.block_shift),
+                        lambda: page_source_blocks.over(graph.num_edges, graph.num_edges)(
+                            graph.csc()[1], graph.page_edges, graph.num_pages,
+                            layout.block_shift, layout.num_blocks))
 
 
 #: The push threshold a backend uses by default: rounds push while the changed vertices'

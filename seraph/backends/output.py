@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from seraph.kernels import kernel
 from seraph.spec import Output
 
 #: Values per chunk of a parallel pass, at least, and the most chunks.
@@ -20,7 +21,7 @@ def _chunks(n):
     return max(1, min(n // _CHUNK, _MAX_CHUNKS))
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _convert(dst, src, inf, unreached):
     """``dst[i] = unreached if src[i] == inf else src[i]``, on every thread (dst may be
     src). Into fresh pageable memory a copy is bound by first-touch page faults, which
@@ -32,7 +33,7 @@ def _convert(dst, src, inf, unreached):
             dst[i] = unreached if x == inf else x
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _decode(dst, src, inf, unreached, base):
     """As :func:`_convert`, with ``base - src[i]`` for the reached: ``dst`` holds the bits
     of the public values of codes (``Output.code_base``)."""
@@ -52,11 +53,12 @@ def output_values(values: np.ndarray, inf, output: Output, fresh: bool) -> np.nd
     if output.code_base is not None:
         out = values if not fresh else np.empty(len(values), values.dtype)
         bits = np.array(output.unreached, dtype).view(values.dtype)[()]
-        _decode(out, values, values.dtype.type(inf), bits, values.dtype.type(output.code_base))
+        _decode.over(len(values))(out, values, values.dtype.type(inf), bits,
+                                  values.dtype.type(output.code_base))
         return out.view(dtype)
     if not fresh and dtype == values.dtype and output.unreached is None:
         return values
     out = values if not fresh and dtype == values.dtype else np.empty(len(values), dtype)
     unreached = inf if output.unreached is None else output.unreached
-    _convert(out, values, values.dtype.type(inf), dtype.type(unreached))
+    _convert.over(len(values))(out, values, values.dtype.type(inf), dtype.type(unreached))
     return out

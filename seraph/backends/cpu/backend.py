@@ -12,7 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
 from seraph.backends.base import BottomUpResult, SweepResult
@@ -27,6 +27,7 @@ from seraph.backends.cpu.gather import (
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
     NO_BITS,
+    SERIAL_EDGES,
     label_from_reach,
     offering_floor,
     pull_floor,
@@ -35,6 +36,7 @@ from seraph.backends.cpu.pull import (
 from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
 from seraph.interrupts import STOP
+from seraph.kernels import kernel
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 from seraph.spec import OPERAND, SCALE
 
@@ -127,7 +129,7 @@ class CpuBackend(HostPush):
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
         rule = self.algorithm.recompute
         if rule is not None:
-            counters = recompute_pages(
+            counters = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
                 pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
                 g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
                 self.values, self.vectors[SCALE], self.page_sums, rule.factor, rule.eps,
@@ -135,7 +137,7 @@ class CpuBackend(HostPush):
                 epoch, self._chunks, STOP)
             return SweepResult(*(int(c) for c in counters[:EDGES_READ]), self.algorithm.inf,
                                edges_read=int(counters[EDGES_READ]))
-        counters, minimum = sweep_pages(
+        counters, minimum = sweep_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
             self.algorithm.op, self._by_weight, self.algorithm.levels, self.algorithm.inf,
@@ -148,9 +150,10 @@ class CpuBackend(HostPush):
 
     def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
         g = self.graph
-        gather_pages(np.ascontiguousarray(pages, dtype=np.int64), self.slot_offsets(slots, pages),
-                     g.page_edges, g.num_edges, g.page_first_vertex, g.page_last_vertex,
-                     self.indptr, self.slot_indices, operand, into, self._chunks, STOP)
+        gather_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
+            np.ascontiguousarray(pages, dtype=np.int64), self.slot_offsets(slots, pages),
+            g.page_edges, g.num_edges, g.page_first_vertex, g.page_last_vertex, self.indptr,
+            self.slot_indices, operand, into, self._chunks, STOP)
 
     def split_sums_from_values(self) -> None:
         g = self.graph
@@ -166,7 +169,8 @@ class CpuBackend(HostPush):
         if floor <= 0:
             return NO_BITS
         if floor != self._offering_for:
-            self._offering, self._offering_for = offering_floor(self.values, floor), floor
+            bits = offering_floor.over(len(self.values), self.graph.num_edges)(self.values, floor)
+            self._offering, self._offering_for = bits, floor
         return self._offering
 
     # -- vertex state ---------------------------------------------------------------------
@@ -193,7 +197,8 @@ class CpuBackend(HostPush):
 
     def label_unreached(self) -> np.ndarray:
         """The labels of :func:`~seraph.backends.cpu.pull.label_from_reach`, in place."""
-        return label_from_reach(self.values, out_degrees(self.graph), self.algorithm.inf)
+        return label_from_reach.over(len(self.values), self.graph.num_edges)(
+            self.values, out_degrees(self.graph), self.algorithm.inf)
 
     def mark_blocks(self, vertices: np.ndarray, epoch: int) -> None:
         self.block_epoch[blocks_of(vertices, self.layout.block_shift,
@@ -205,7 +210,9 @@ class CpuBackend(HostPush):
     def take_changed(self, edge_limit: float) -> np.ndarray | None:
         # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
-        vertices = ids_between(flags, np.int64(1), np.int64(1))  # np.flatnonzero, in parallel
+        # np.flatnonzero, in parallel where large
+        vertices = ids_between.over(len(flags), self.graph.num_edges)(flags, np.int64(1),
+                                                                       np.int64(1))
         return vertices if edges_below(vertices, out_degrees(self.graph), edge_limit) else None
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
@@ -229,14 +236,15 @@ class CpuBackend(HostPush):
                                 g.page_last_vertex)
 
     def state_counts(self) -> list[int]:
-        return _state_counts(self.states, self.table.shape[1]).tolist()
+        return _state_counts.over(len(self.states), self.graph.num_edges)(
+            self.states, self.table.shape[1]).tolist()
 
     def close(self) -> None:
         super().close()
         self._copier.shutdown(wait=True)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _state_counts(states: np.ndarray, num_states: int) -> np.ndarray:
     """Vertices per weak state, counted per chunk in parallel (np.bincount of the masked
     states is one serial pass and a temporary, every round)."""

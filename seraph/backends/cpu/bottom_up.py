@@ -22,6 +22,7 @@ from seraph.backends.cpu.atomics import atomic_load
 from seraph.backends.cpu.pull import NO_BITS, pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
 from seraph.interrupts import STOP
+from seraph.kernels import kernel
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
 
@@ -38,11 +39,12 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
     or more."""
     chunks = max(1, -(-len(values) // _SCAN_CHUNK))
     threshold = values.dtype.type(threshold)
-    counts, edges = _count_unsettled(values, indptr, threshold, *lightest, limit, chunks,
-                                     STOP)
+    m = int(indptr[-1])
+    counts, edges = _count_unsettled.over(len(values), m)(values, indptr, threshold,
+                                                           *lightest, limit, chunks, STOP)
     if edges.sum() >= limit:
         return None
-    return _list_unsettled(values, indptr, threshold, *lightest, counts)
+    return _list_unsettled.over(len(values), m)(values, indptr, threshold, *lightest, counts)
 
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
@@ -66,13 +68,14 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     bounds[0], bounds[-1] = 0, len(vertices)
     lowered = np.zeros(len(vertices), dtype=np.bool_)
     minimum = np.full(pieces, inf, dtype=values.dtype)
-    _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
-                 op, by_weight, inf, pull_floor(STRONG, levels, threshold),
-                 STOP)
+    # One piece, or a small graph: the serial twin (seraph.kernels).
+    _pull_pieces.over(total, len(indices), 2 * GRAIN_EDGES)(
+        indptr, indices, weights, values, vertices, bounds, lowered, minimum, op, by_weight,
+        inf, pull_floor(STRONG, levels, threshold), STOP)
     return _kept(vertices, lowered), minimum.min(), total
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(cache=True, parallel=True, nogil=True)
 def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks,
                      halt):
     """Per chunk of vertices: how many are unsettled and their in-edges. Every
@@ -90,7 +93,7 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
         lo, hi = n * c // chunks, n * (c + 1) // chunks
         for look in range(lo, hi, _LOOK_EVERY):
             edges[c] = edge_count
-            if edges.sum() >= limit or atomic_load(halt, 0):
+            if _total(edges) >= limit or atomic_load(halt, 0):
                 break
             for v in range(look, min(look + _LOOK_EVERY, hi)):
                 # The value first: most vertices are settled, and their indptr stays unread.
@@ -102,11 +105,21 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     return counts, edges
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, inline="always")
+def _total(a):
+    """``a.sum()``, as a loop: numba's sum compiles in far more time."""
+    total = 0
+    for x in a:
+        total += x
+    return total
+
+
+@kernel(cache=True, parallel=True, nogil=True)
 def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     n, chunks = len(values), len(counts)
     starts = np.zeros(chunks + 1, dtype=np.int64)
-    starts[1:] = np.cumsum(counts)
+    for c in range(chunks):  # np.cumsum into a slice compiles a shape check's message
+        starts[c + 1] = starts[c] + counts[c]
     out = np.empty(starts[-1], dtype=np.int64)
     for c in prange(chunks):
         k, end = starts[c], starts[c + 1]
@@ -130,7 +143,7 @@ def _kept(vertices, keep):
     return out[:k]
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(cache=True, parallel=True, nogil=True)
 def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, minimum,
                  op, by_weight, inf, floor, halt):
     # No bitmap of the vertices offering the floor: a round pulls a few thousand vertices,

@@ -22,6 +22,7 @@ from seraph.backends.cpu.pull import (
     SKIPPED_WEAK,
     SUCCEEDED,
 )
+from seraph.kernels import PARALLEL, kernel
 from seraph.predictors import WEAK, weak_record, weak_skip
 
 #: The column of the edges read, after pull.py's counters.
@@ -51,12 +52,13 @@ def _sum_chunks(v_first, count, chunks, base, length, indptr, indices, offset, o
                    length, indptr, indices, offset, operand, into)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                  indices, operand, into, num_chunks, halt):
     """``into[v] += sum of operand[u]`` over the in-edges of ``pages`` (page p's edges start
     at ``offsets[k]`` in ``indices``). Stops before the next page once ``halt[0]`` is set
-    (:mod:`seraph.interrupts`)."""
+    (:mod:`seraph.interrupts`). Its serial twin sums every page on this thread
+    (:mod:`seraph.kernels`)."""
     for k in range(len(pages)):
         if atomic_load(halt, 0):
             break
@@ -65,7 +67,7 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
         length = min(page_edges, num_edges - base)
         v_first = first_vertex[p]
         count = last_vertex[p] + 1 - v_first
-        if length < SERIAL_EDGES:
+        if not PARALLEL or length < SERIAL_EDGES:
             _sum_range(v_first, v_first + count, base, length, indptr, indices, offsets[k],
                        operand, into)
         else:
@@ -125,7 +127,7 @@ def _recompute_chunks(v_first, count, chunks, page, base, length, indptr, indice
                          block_shift, epoch, counters, np.int64(c))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                     indices, operand, values, scale, page_sums, factor, eps, predictor, table,
                     states, block_epoch, block_shift, epoch, num_chunks, halt):
@@ -148,7 +150,7 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
         length = min(page_edges, num_edges - base)
         v_first = first_vertex[p]
         count = last_vertex[p] + 1 - v_first
-        if length < SERIAL_EDGES:
+        if not PARALLEL or length < SERIAL_EDGES:
             _recompute_range(v_first, v_first + count, p, base, length, indptr, indices,
                              offsets[k], operand, values, scale, page_sums, factor, eps,
                              predictor, table, states, block_epoch, block_shift, epoch,

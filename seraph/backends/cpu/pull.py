@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
+from seraph.kernels import PARALLEL, kernel
 from seraph.lightest import proven
 from seraph.operators import HOP, LABEL, WIDTH
 from seraph.predictors import STRONG, WEAK, weak_record, weak_skip
@@ -95,7 +96,7 @@ def pull_floor(predictor, levels, threshold):
     return -1
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def offering_floor(values, floor):
     """A bit per vertex, set where its value plus one is at most ``floor`` (BFS: it offers
     an open vertex the lowest level that vertex can get). Values only go down during a
@@ -147,7 +148,7 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
     minimum[chunk] = best_written
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                 indices, weights, values, op, by_weight, levels, inf, predictor, threshold,
                 light_codes, light_unit, table, states, changed, block_epoch, block_shift,
@@ -155,7 +156,8 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
     The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
     :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Stops before the next
-    page once ``halt[0]`` is set (:mod:`seraph.interrupts`).
+    page once ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every
+    page on this thread (:mod:`seraph.kernels`).
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
@@ -170,7 +172,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         length = min(page_edges, num_edges - base)
         v_first = first_vertex[p]
         count = last_vertex[p] + 1 - v_first
-        if length < SERIAL_EDGES:
+        if not PARALLEL or length < SERIAL_EDGES:
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
                         offsets[k], values, op, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
@@ -181,7 +183,14 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                          indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering)
-    return counters.sum(axis=0), minimum.min()
+    # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
+    total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
+    for c in range(num_chunks):
+        for j in range(NUM_COUNTERS):
+            total[j] += counters[c, j]
+        if minimum[c] < best:
+            best = minimum[c]
+    return total, best
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -200,7 +209,7 @@ def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights,
                     offering)
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def label_from_reach(values, out_degrees, inf):
     """In place, after a reach from a hub (:data:`seraph.algorithms.cc.REACH`): every reached
     vertex takes the smallest reached id, the label of its component, and every other

@@ -44,6 +44,7 @@ from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import offer
 from seraph.errors import ConfigError
 from seraph.interrupts import STOP
+from seraph.kernels import PARALLEL, kernel
 from seraph.operators import HOP, OPERATORS, infinity, value_dtype
 from seraph.progress import LIVE
 
@@ -111,9 +112,9 @@ def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     int64: every vertex whose value this round lowered) and the number of edges pushed.
     """
     edge_weights, stride = _edge_weights(indices, weights, values, op)
-    nxt, pushed, _, ordered = _push_round(indptr, indices, edge_weights, stride, op, values,
-                                          infinity(op), frontier, in_next,
-                                          round_pieces())
+    nxt, pushed, _, ordered = _push_round.parallel(
+        indptr, indices, edge_weights, stride, op, values, infinity(op), frontier, in_next,
+        round_pieces())
     if not ordered:
         nxt.sort()
     return nxt, int(pushed)
@@ -206,24 +207,28 @@ def _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
             max_frontier_edges, in_next, max_degree) -> PushResult:
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges
     (``in_next``: zero flags, zero again on return)."""
-    frontier, rounds, edges, changed, unique = _rounds_loop(
+    loop = _rounds_loop.over(max_frontier_edges, len(indices))
+    frontier, ordered, rounds, edges, changed, unique = loop(
         indptr, indices, edge_weights, stride, op, values, infinity(op), frontier,
         in_next, round_pieces(), max_frontier_edges, max_degree, STOP, LIVE)
+    if not ordered:  # claims come in claim order, the hand-back is sorted (here: numpy's
+        frontier = np.sort(frontier)  # sort, where numba's would be compiled)
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
                       changed=changed if unique else _sorted_union([changed], len(values)))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                  max_pieces, max_frontier_edges, max_degree, halt, live):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
-    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated, whether
-    that concatenation is free of repeats).
+    pushing. Returns (frontier, whether it is sorted, rounds, edges pushed, every frontier
+    concatenated, whether that concatenation is free of repeats).
 
-    Rounds below ``_PARALLEL_EDGES`` edges run on this thread (:func:`_push_alone_round`)
-    and claim straight into the concatenation, so a grid's thousands of small rounds
-    allocate nothing and take no atomic.
+    Rounds below ``_PARALLEL_EDGES`` edges, and every round of its serial twin
+    (:mod:`seraph.kernels`), run on this thread (:func:`_push_alone_round`) and claim
+    straight into the concatenation, so a grid's thousands of small rounds allocate nothing
+    and take no atomic.
 
     A frontier of one value pushed over one weight for every edge (BFS's levels) offers
     every head the same candidate: a round lowers a vertex at most once, and no later round
@@ -238,14 +243,14 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
     # Room for every vertex once (a BFS claims each at most once), reserved, not touched:
     # grown from a small size, it would be reallocated and copied log2(n) times in a BFS.
     changed = np.empty(max(16, 2 * len(frontier), len(values)), dtype=np.int64)
-    count = rounds = edges = 0
+    count = rounds = edges = np.int64(0)  # a literal 0 would compile its callees once more
     ordered = False
     one_level = stride == 0 and _one_value(values, frontier)
     # Every decision on a frontier's out-edges compares them with one of these.
     threshold = min(_PARALLEL_EDGES, max_frontier_edges)
     frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold)
     while len(frontier):
-        if frontier_edges < _PARALLEL_EDGES:
+        if not PARALLEL or frontier_edges < _PARALLEL_EDGES:
             if count + frontier_edges > len(changed):  # room for a claim per edge
                 changed = _grown(changed, count, count + frontier_edges)
             claimed, pushed = _push_alone_round(
@@ -267,9 +272,7 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
         _publish(live, rounds, len(frontier), edges)
         if frontier_edges >= max_frontier_edges or atomic_load(halt, 0):
             break
-    if not ordered:
-        frontier = np.sort(frontier)  # claims come in claim order, the hand-back is sorted
-    return frontier, rounds, edges, changed[:count], one_level
+    return frontier, ordered, rounds, edges, changed[:count], one_level
 
 
 @njit(inline="always", cache=True)
@@ -314,8 +317,16 @@ def _out_edges(indptr, vertices):
 def _grown(a, used, need):
     """``a`` with room for ``need`` items, its first ``used`` kept."""
     grown = np.empty(max(2 * len(a), need), dtype=a.dtype)
-    grown[:used] = a[:used]
+    _copy(grown, a, used)
     return grown
+
+
+@njit(inline="always", cache=True)
+def _copy(dst, src, count):
+    """``dst[:count] = src[:count]``, as a loop: the slice copy's shape check compiles an
+    error message (numba's string formatting), a large share of a small kernel's compile."""
+    for i in range(count):
+        dst[i] = src[i]
 
 
 @njit(cache=True)
@@ -376,9 +387,12 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     reach = float(sample.max()) / delta if len(sample) else 0.0
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     start = values[frontier]
-    nxt, rounds, pushed, lowered = _delta_stepping(
+    stepping = _delta_stepping.over(max_frontier_edges, len(indices))
+    nxt, ordered, rounds, pushed, lowered = stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
+    if not ordered:
+        nxt.sort()
     changed = _sorted_union([lowered, frontier[values[frontier] < start]], len(values))
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
                       changed=changed)
@@ -391,7 +405,7 @@ def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
         marks = np.zeros(n, dtype=np.uint8)
         for ids in arrays:
             _mark(marks, ids)
-        return ids_between(marks, 1, 1)
+        return ids_between.over(n)(marks, 1, 1)
     ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
     ids.sort()
     keep = np.ones(len(ids), dtype=bool)
@@ -414,7 +428,7 @@ def _scan_is_faster(count, n, max_pieces):
     return count * _SCAN_RATIO * (max_pieces // _PIECES_PER_THREAD) > n
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def ids_between(a, lo, hi):
     """The ascending ids ``v`` with ``lo <= a[v] <= hi``: np.flatnonzero, in parallel (a
     count per chunk, then each chunk writes its ids at its offset)."""
@@ -481,7 +495,7 @@ def edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
     return ends
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _push_round(indptr, indices, weights, stride, op, values, inf, frontier, in_next, max_pieces):
     """One push round; returns (next frontier, edges pushed, the next frontier's out-edges,
     whether it is sorted). The next frontier is sorted only when it comes from a scan:
@@ -634,7 +648,7 @@ class _Bins(NamedTuple):
     #                      lowered while _UNTOUCHED
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _new_bins(pend, ring_bits):
     """Empty bins over ``pend`` (every entry _UNTOUCHED)."""
     n = len(pend)
@@ -715,7 +729,8 @@ def _file(bins, keys, degs, flags, k):
             incoming[lst] += 1
             bins.edges[lst] += degs[i]
             stack[i] = lst
-    bins.meta[_RING] += incoming[:far].sum()
+    for lst in range(far):
+        bins.meta[_RING] += incoming[lst]
     start = np.empty(far + 1, dtype=np.int64)  # each touched stack's segment of `order`
     total = 0
     for lst in touched[:t]:
@@ -743,12 +758,12 @@ def _room(stacks, lst, need):
     stack = stacks[lst]
     if need > len(stack):
         grown = np.empty(max(need, 2 * len(stack)), dtype=np.int64)
-        grown[:len(stack)] = stack
+        _copy(grown, stack, len(stack))
         stacks[lst] = stack = grown
     return stack
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _take(bins, lst, batch, batch_degs, batch_bins):
     """Empty stack ``lst``; its live entries go to the batch arrays and stop waiting.
     Returns how many."""
@@ -767,7 +782,7 @@ def _take(bins, lst, batch, batch_degs, batch_bins):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _queue_all(bins, vertices, vertex_degs, vertex_bins):
     """Queue vertices that wait nowhere yet (the initial frontier, the far pile)."""
     k = len(vertices)
@@ -781,18 +796,21 @@ def _queue_all(bins, vertices, vertex_degs, vertex_bins):
     _file(bins, keys, degs, flags, claims)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _refill(bins, batch, batch_degs, batch_bins):
     """Sort the far pile out again: bins now within the ring's reach move there. If the ring
     is empty, ``cur`` first jumps to the pile's smallest bin."""
     k = _take(bins, _far(bins), batch, batch_degs, batch_bins)
     bins.meta[_FAR_MIN] = _MAX_BIN
     if k and bins.meta[_RING] == 0:
-        bins.meta[_CUR] = max(bins.meta[_CUR], batch_bins[:k].min())
+        least = batch_bins[0]  # the pile's smallest bin (a loop compiles faster than .min())
+        for i in range(1, k):
+            least = min(least, batch_bins[i])
+        bins.meta[_CUR] = max(bins.meta[_CUR], least)
     _queue_all(bins, batch[:k], batch_degs[:k], batch_bins[:k])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _advance(bins, batch, batch_degs, batch_bins):
     """Move ``cur`` to the smallest bin with entries; False when no vertex waits."""
     mask = _far(bins) - 1
@@ -897,12 +915,12 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, pend, inv_d
     return claims
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _waiting(bins, max_pieces):
-    """Sorted ids of the waiting vertices."""
+    """The ids of the waiting vertices, and whether they are sorted."""
     n, k = len(bins.pend), bins.meta[_WAITING]
-    if _scan_is_faster(k, n, max_pieces):
-        return ids_between(bins.pend, 0, _MAX_BIN)
+    if PARALLEL and _scan_is_faster(k, n, max_pieces):
+        return ids_between(bins.pend, np.int64(0), np.int64(_MAX_BIN)), True
     out = np.empty(k, dtype=np.int64)
     k = 0
     for lst in range(len(bins.size)):
@@ -911,24 +929,26 @@ def _waiting(bins, max_pieces):
             if bins.pend[v] == key >> _VERTEX_BITS:
                 out[k] = v
                 k += 1
-    out.sort()
-    return out
+    return out, False
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
                     max_frontier_edges, parallel_edges, max_pieces, pend, halt, live):
-    """Delta-stepping; returns (waiting vertices, rounds, edges pushed, the vertices lowered
-    that were not in ``frontier``). ``pend`` is all _UNTOUCHED, and so again on return.
-    Progress and stopping as :func:`_rounds_loop`'s, a bin at a time."""
+    """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
+    pushed, the vertices lowered that were not in ``frontier``). ``pend`` is all
+    _UNTOUCHED, and so again on return. Progress and stopping as :func:`_rounds_loop`'s, a
+    bin at a time."""
     n = len(values)
     bins = _new_bins(pend, ring_bits)
     frontier = frontier[values[frontier] != np.inf]  # an unreached vertex pushes nothing
     starts = np.empty(len(frontier), dtype=np.int64)
+    first = np.int64(_MAX_BIN)  # their smallest (a loop compiles faster than .min())
     for i in range(len(frontier)):
         starts[i] = _bin_of(values[frontier[i]], inv_delta)
+        first = min(first, starts[i])
     if len(frontier):
-        bins.meta[_CUR] = starts.min()
+        bins.meta[_CUR] = first
     _queue_all(bins, frontier, indptr[frontier + 1] - indptr[frontier], starts)
     batch = np.empty(n, dtype=np.int64)
     batch_degs = np.empty(n, dtype=np.int64)
@@ -940,8 +960,10 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
         k = _take(bins, lst, batch, batch_degs, batch_bins)
         if k == 0:
             continue  # only entries left behind by vertices that moved
-        edges = batch_degs[:k].sum()
-        if together:
+        edges = np.int64(0)
+        for i in range(k):  # a loop compiles faster than .sum()
+            edges += batch_degs[i]
+        if PARALLEL and together:  # never in the serial twin (seraph.kernels)
             _push_together(indptr, indices, weights, values, bins, batch[:k],
                                     batch_degs[:k], inv_delta, max_pieces)
         else:
@@ -952,8 +974,9 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
         _publish(live, rounds, bins.meta[_WAITING], pushed)
         if bins.meta[_WAITING_EDGES] >= max_frontier_edges or atomic_load(halt, 0):
             break
-    waiting, lowered = _waiting(bins, max_pieces), bins.changed[:bins.meta[_CHANGED]]
+    waiting, ordered = _waiting(bins, max_pieces)
+    lowered = bins.changed[:bins.meta[_CHANGED]]
     # Only the frontier and the vertices lowered from _UNTOUCHED ever left it.
     pend[frontier] = _UNTOUCHED
     pend[lowered] = _UNTOUCHED
-    return waiting, rounds, pushed, lowered
+    return waiting, ordered, rounds, pushed, lowered

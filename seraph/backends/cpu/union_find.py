@@ -45,6 +45,7 @@ from numba import njit, prange
 from seraph.backends.cpu.atomics import atomic_cas, atomic_load, atomic_store
 from seraph.errors import InputError
 from seraph.interrupts import STOP
+from seraph.kernels import serial
 
 #: ``skip_root`` value that skips no vertex.
 NO_ROOT = -1
@@ -53,8 +54,9 @@ NO_ROOT = -1
 SAMPLE_ROUNDS = 2
 GIANT_SAMPLES = 1024
 GIANT_SEED = 0
-#: Edges (or, compressing, vertices) per parallel piece at least. Below this the work stays
-#: on the calling thread: waking the thread pool costs more than it spreads.
+#: Edges (or, compressing, vertices) per parallel piece at least. Below this, as on a small
+#: graph (seraph.kernels), the work stays on the calling thread: waking the thread pool
+#: costs more than it spreads.
 _PIECE_ITEMS = 1 << 14
 
 
@@ -78,10 +80,10 @@ def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: in
     parent = new_forest(num_vertices)
     for r in range(sample_rounds):
         link_edges(parent, indptr, indices, first_neighbour=r, neighbour_count=1)
-        compress(parent)
+        compress(parent, len(indices))
     giant = most_frequent_root(parent)
     link_edges(parent, indptr, indices, first_neighbour=sample_rounds, skip_root=giant)
-    compress(parent)
+    compress(parent, len(indices))
     return parent
 
 
@@ -114,7 +116,7 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     if first_neighbour < 0 or (neighbour_count is not None and neighbour_count < 0):
         raise InputError("neighbour positions must be non-negative")
     count = np.iinfo(np.int64).max if neighbour_count is None else neighbour_count
-    pieces = _pieces(len(indices))
+    pieces = _pieces(len(indices), int(indptr[-1]))
     if pieces == 1:
         _link_piece(parent, indptr, indices, edge_start, edge_start, edge_end,
                     first_neighbour, count, skip_root, STOP)
@@ -123,9 +125,10 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
                      pieces, STOP)
 
 
-def compress(parent: np.ndarray) -> None:
-    """Points every vertex straight at its root (call it while nothing links)."""
-    pieces = _pieces(len(parent))
+def compress(parent: np.ndarray, num_edges: int | None = None) -> None:
+    """Points every vertex straight at its root (call it while nothing links;
+    ``num_edges``: the graph's, where known)."""
+    pieces = _pieces(len(parent), num_edges)
     if pieces == 1:
         _compress_vertices(parent, 0, len(parent), STOP)
     else:
@@ -154,8 +157,11 @@ def most_common(roots: np.ndarray) -> int:
     return int(values[np.argmax(counts)])
 
 
-def _pieces(items: int) -> int:
-    """How many equal pieces to split ``items`` into: one per thread, fewer when small."""
+def _pieces(items: int, num_edges: int | None) -> int:
+    """How many equal pieces to split ``items`` into: one per thread, fewer when small,
+    one where :func:`seraph.kernels.serial` says so (of a graph of ``num_edges`` edges)."""
+    if serial(items, num_edges, 2 * _PIECE_ITEMS):
+        return 1
     return max(1, min(items // _PIECE_ITEMS, numba.get_num_threads()))
 
 
