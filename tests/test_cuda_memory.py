@@ -94,8 +94,9 @@ def test_pagerank_keeps_within_its_budget(kind):
         graph.release_device_memory()
         held = cp.get_default_memory_pool().used_bytes()
         for _ in range(2):
+            # PageRank-delta takes many rounds on a grid: this test is about the budget.
             res = seraph.pagerank(graph, method=method, predictor=predictor, device="cuda",
-                                  device_memory=budget)
+                                  device_memory=budget, max_iterations=2000)
             assert res.converged and not res.stats.resident
             assert 0 < res.stats.peak_device_memory - held <= budget, \
                 f"{kind} {method} {predictor}: peak {res.stats.peak_device_memory - held} > " \
