@@ -1,6 +1,7 @@
 """scripts/bench_gap.py at a tiny size against a stand-in for GAP's binaries, which records
 how it is called: every source goes to GAP's ``-r`` and to Seraph, SSSP reads the weighted
-file with ``-d 2``, GAP gets numba's thread count, and its trial times are parsed."""
+file with ``-d 2``, PageRank's ``pr`` gets the tolerance as ``-t``, GAP gets numba's thread
+count, and its trial times are parsed."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ open(sys.argv[-1], "w").write(open(sys.argv[2]).read())
 
 def fake_gap(folder: Path, log: Path) -> Path:
     folder.mkdir()
-    for name in ("bfs", "cc", "sssp", "converter"):
+    for name in ("bfs", "cc", "sssp", "pr", "converter"):
         text = FAKE_CONVERTER if name == "converter" else FAKE_KERNEL
         path = folder / name
         path.write_text(text.format(python=sys.executable, log=str(log)))
@@ -50,17 +51,20 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
                            str(tmp_path / "work"), "--json-out", str(out_json),
                            "--md-out", ""]) == 0
     cells = json.loads(out_json.read_text())["cells"]
-    assert [c["algorithm"] for c in cells] == ["bfs", "cc", "sssp"]
+    assert [c["algorithm"] for c in cells] == ["bfs", "cc", "sssp", "pagerank"]
     assert all(c["checks"]["ok"] and c["gap_verified"] and c["gap"] == [0.0125, 0.0125]
                for c in cells)
     calls = [line.split() for line in log.read_text().splitlines()]
-    assert len(calls) == 3 * (1 + 2 * 2)  # a verified first run, then sources x repeat
+    assert len(calls) == 4 * (1 + 2 * 2)  # a verified first run, then sources x repeat
     sources = cells[0]["sources"]
     for kernel, threads, *args in calls:
         assert threads == str(numba.config.NUMBA_NUM_THREADS)
         assert args[args.index("-f") + 1].endswith(".wsg" if kernel == "sssp" else ".sg")
         assert ("-d" in args) == (kernel == "sssp")
-        assert ("-r" in args) == (kernel != "cc")
+        assert ("-r" in args) == (kernel in ("bfs", "sssp"))
+        assert ("-t" in args) == (kernel == "pr")
+        if kernel == "pr":
+            assert args[args.index("-t") + 1] == "0.0001" and "-i" in args
     bfs_sources = [c[c.index("-r") + 1] for c in calls if c[0] == "bfs"]
     assert bfs_sources == [str(s) for s in [sources[0], *(s for s in sources for _ in "ab")]]
     assert "| kron-6 | SSSP |" in capsys.readouterr().out
@@ -70,4 +74,4 @@ def test_a_missing_gap_is_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         bench_gap.main(["--gap-dir", str(tmp_path)])
     assert stop.value.code == 2
-    assert "lacks GAP's bfs, cc, sssp, converter" in capsys.readouterr().err
+    assert "lacks GAP's bfs, cc, sssp, pr, converter" in capsys.readouterr().err
