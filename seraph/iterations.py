@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 class SummingProgram(Protocol):
     """A summing program's own steps, on the backend's vectors (``be.vector(name)``, arrays
     of ``be.xp``), and when it stops: once an iteration changes the values by less than
-    ``tolerance``, or after ``max_iterations``."""
+    ``stop_below``, or after ``max_iterations``."""
 
-    tolerance: float
+    stop_below: float
     max_iterations: int
 
     def start(self, be: Backend) -> None:
@@ -72,7 +72,7 @@ def iterate(run: Run, program: SummingProgram) -> None:
         stats.dense_rounds += 1
         stats.log_round("dense")
         progress.round_done("dense", stats)
-        if stats.change < program.tolerance:
+        if stats.change < program.stop_below:
             stats.converged = True
             return
 

@@ -91,9 +91,10 @@ def test_name_expressions_cover_each_kernel_and_template_argument():
         "count_selected<float>"
     assert interface.name_expressions("reach.cu") == ["label_from_reach"]
     share = operators.operator(operators.SHARE)
+    sums = ["gather_sum<float>", "gather_sum<double>"]
     assert interface.name_expressions("gather.cu", (share,)) == [
-        "gather_sum", "recompute_window<Share>", "split_sums_from_values<Share>"]
-    assert interface.name_expressions("gather.cu", ()) == ["gather_sum"]
+        *sums, "recompute_window<Share>", "split_sums_from_values<Share>"]
+    assert interface.name_expressions("gather.cu", ()) == sums
     assert interface.value_type_of("recompute_window", share) == np.float64
     with pytest.raises(TypeError, match="built for"):
         interface.name_expression("pull_window", np.dtype(np.float32))
@@ -165,7 +166,7 @@ def test_every_kernel_compiles(tmp_path, source):
 
 
 #: The Itanium mangling of the kernels' builtin template arguments.
-_BUILTINS = {"int": "i", "float": "f", "unsigned char": "h"}
+_BUILTINS = {"int": "i", "float": "f", "double": "d", "unsigned char": "h"}
 
 
 def mangled(expr: str) -> str:

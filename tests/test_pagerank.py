@@ -13,6 +13,7 @@ single vertex, a chain, a star, cycles and disconnected parts.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -26,6 +27,7 @@ from seraph.backends.layout import REDUCE_SCRATCH, Layout
 from seraph.cli import main
 from seraph.errors import ConfigError, InputError
 from seraph.graph import Graph
+from seraph.spec import OPERAND
 
 #: networkx's own tolerance (it stops at n * tol): far below any bound checked here.
 NX_TOL = 1e-14
@@ -47,10 +49,11 @@ def networkx_ranks(n: int, src, dst, damping=0.85, personalization=None) -> np.n
 
 
 def slots_budget(graph: Graph, slots: int, method: str = "power",
-                 predictor: str = "none") -> int:
-    """PageRank's vertex state under ``method`` and ``predictor`` (its vectors counted)
-    and ``slots`` page slots."""
-    spec = pagerank.SPEC if method == "power" else pagerank.DELTA
+                 predictor: str = "none", tolerance: float = 1e-6) -> int:
+    """PageRank's vertex state under ``method`` and ``predictor`` (its vectors counted, the
+    shares' type the ``tolerance``'s) and ``slots`` page slots."""
+    spec = pagerank.DELTA if method == "delta" else replace(
+        pagerank.SPEC, vectors=pagerank.PowerIteration(tolerance=tolerance).vectors)
     layout = Layout.for_run(graph, spec, predictor, None)
     return layout.state_bytes + slots * layout.slot_bytes
 
@@ -64,7 +67,7 @@ def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, dampin
         weak = (options.get("predictor") == "weak" or "diagram" in options) and \
             options.get("schedule") != "single"  # single skips nothing
         options["device_memory"] = slots_budget(graph, slots, method,
-                                                "weak" if weak else "none")
+                                                "weak" if weak else "none", tolerance)
     res = seraph.pagerank(graph, damping, tolerance, 2000, personalization, method,
                           device=device, **options)
     want = networkx_ranks(n, src, dst, damping, personalization)
@@ -96,12 +99,25 @@ def directed_graphs(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edges=directed_graphs(), page_edges=st.sampled_from([1, 4, 8, 1024]),
        slots=st.sampled_from([None, 2, 3, 5]), damping=st.sampled_from([0.85, 0.5, 0.99]),
-       personalized=st.booleans(), pick=st.integers(0, 10**6))
-def test_ranks_are_networkx_within_the_tolerance(edges, page_edges, slots, damping,
+       tolerance=st.sampled_from([1e-6, 1e-4, 1e-3]), personalized=st.booleans(),
+       pick=st.integers(0, 10**6))
+def test_ranks_are_networkx_within_the_tolerance(edges, page_edges, slots, damping, tolerance,
                                                  personalized, pick, device):
+    """Either share type (float32 where the tolerance leaves room for it)."""
     n, src, dst = edges
-    check_against_networkx(n, src, dst, device, page_edges, slots, damping,
+    check_against_networkx(n, src, dst, device, page_edges, slots, damping, tolerance,
                            personalization=pick % n if personalized else None)
+
+
+@pytest.mark.parametrize(("damping", "tolerance", "shares"), [
+    (0.85, 1e-4, np.float32), (0.85, 1e-5, np.float32), (0.85, 1e-6, np.float64),
+    (0.99, 1e-4, np.float32), (0.99, 1e-5, np.float64)])
+def test_shares_are_float32_where_the_tolerance_leaves_room(damping, tolerance, shares):
+    program = pagerank.PowerIteration(damping, tolerance)
+    assert program.share_type == shares
+    assert dict(program.vectors)[OPERAND] == shares
+    rounding = pagerank.SHARE_ROUNDING if shares == np.float32 else 0.0
+    assert program.stop_below == tolerance - rounding
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

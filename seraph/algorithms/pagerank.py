@@ -13,10 +13,9 @@ where ``D`` is the rank held by vertices without out-edges (dangling), spread as
 is, as networkx does. Duplicate edges and self-loops count as edges (out-degrees count
 them, as the CSR does). The run stops when the L1 change ``sum |x' - x|`` falls below
 ``tolerance`` (networkx compares with ``n * tol``), or after ``max_iterations``, which
-the result reports as not converged rather than raising. Ranks, shares and sums are
-float64: a float32 share, rounded every iteration, holds an iteration's change above
-about ``eps / (1 - damping)`` (3e-6 at damping 0.99), where a tolerance of 1e-6 never
-converges.
+the result reports as not converged rather than raising. Ranks and sums are float64; the
+shares ``x[u] / outdeg[u]`` are float32 where the tolerance leaves room for their
+rounding (:attr:`PowerIteration.share_type`), since the sums read them at random.
 
 Method ``delta`` (PageRank-delta, :class:`Delta`): the same ranks, as ``y / sum(y)`` with
 ``y = p + d M y``, found by the relaxation engine's rounds, which attempt only the pages a
@@ -59,6 +58,12 @@ ROUNDING_SLACK = 1e6 * 16 * float(np.finfo(np.float64).eps)
 #: How the ranks are computed: by power iteration, or by PageRank-delta's data-driven
 #: rounds (:class:`Delta`).
 METHODS = ("power", "delta")
+#: The most float32 shares' rounding moves a step's ranks in L1: each share is within
+#: 2^-24 of itself, and the shares times the out-degrees total at most the ranks' 1.
+SHARE_ROUNDING = 2.0 ** -24
+
+
+_FLOAT64 = np.dtype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,28 @@ class PageRankProgram:
 class PowerIteration(PageRankProgram):
     """PageRank's iteration (a :class:`seraph.iterations.SummingProgram`)."""
 
+    @property
+    def share_type(self) -> np.dtype:
+        """float32 where the tolerance leaves room for its rounding, which halves the bytes
+        the sums read at random; else float64. A rounded step is a damping-contraction but
+        for twice :data:`SHARE_ROUNDING`, so the changes settle below ``2 SHARE_ROUNDING /
+        (1 - damping)``, which this keeps under an eighth of the tolerance."""
+        room = self.tolerance * (1 - self.damping)
+        return np.dtype(np.float32 if room >= 16 * SHARE_ROUNDING else np.float64)
+
+    @property
+    def stop_below(self) -> float:
+        """The tolerance, less what rounded shares may add to the next step's change, so
+        that a float64 step from the answer moves it by at most ``damping * tolerance``
+        (:func:`verify`)."""
+        return self.tolerance - (SHARE_ROUNDING if self.share_type == np.float32 else 0.0)
+
+    @property
+    def vectors(self) -> tuple[tuple[str, np.dtype], ...]:
+        return (OPERAND, self.share_type), (ACCUMULATOR, _FLOAT64), (SCALE, _FLOAT64)
+
     def plan(self, graph, layout, config: EngineConfig) -> Plan:
-        return Plan(SPEC, None, lambda run: iterate(run, self))
+        return Plan(replace(SPEC, vectors=self.vectors), None, lambda run: iterate(run, self))
 
     def apply(self, be) -> float:
         """x' from the sums (in place of them), then the L1 change, and x = x'. Every rank
@@ -130,6 +155,9 @@ class Delta(PageRankProgram):
     step from the ranks moves them by at most ``tolerance * (S - 1) / S <= damping *
     tolerance`` in L1 (S = sum(y)): the bound the power iteration meets, which the
     verifier checks."""
+
+    #: Its own vectors beside the sums: the operand and the scales (no accumulator).
+    vectors = (OPERAND, _FLOAT64), (SCALE, _FLOAT64)
 
     def plan(self, graph, layout, config: EngineConfig) -> Plan:
         rule = Recompute(eps=self.tolerance / 2, factor=self.damping)
@@ -170,16 +198,13 @@ class Delta(PageRankProgram):
         stats.change = self.tolerance * (total - 1) / total if stats.converged else math.inf
 
 
-_FLOAT64 = np.dtype(np.float64)
 SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
-                 combine=SUM, vectors=tuple((name, _FLOAT64)
-                                            for name in (OPERAND, ACCUMULATOR, SCALE)),
-                 plan=PowerIteration().plan)
+                 combine=SUM, vectors=PowerIteration().vectors, plan=PowerIteration().plan)
 #: PageRank-delta's spec: its rule's parameters are each run's (:meth:`Delta.plan`). auto
 #: runs it without a predictor: the weak one was measured to read about as many edges in
 #: more rounds (docs/benchmarks/predictors-pagerank-delta-cpu.md).
 DELTA = replace(SPEC, default_predictor="none", default_diagram="weak-delta",
-                vectors=((OPERAND, _FLOAT64), (SCALE, _FLOAT64)),
+                vectors=Delta.vectors,
                 recompute=Recompute(eps=0.5e-6, factor=0.85), plan=Delta().plan)
 
 
@@ -252,7 +277,8 @@ def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iteratio
     config = config or make_config(**options)
     kind, spec = (PowerIteration, SPEC) if method == "power" else (Delta, DELTA)
     program = kind(float(damping), float(tolerance), int(max_iterations), s)
-    ranks, stats, trace = execute(g, replace(spec, plan=program.plan), None, config)
+    spec = replace(spec, vectors=program.vectors, plan=program.plan)
+    ranks, stats, trace = execute(g, spec, None, config)
     return PageRankResult(ranks, stats.rounds, stats.change, stats, trace)
 
 

@@ -670,7 +670,7 @@ class CudaBackend(HostPush):
         other pages (the copy stream does not wait on the compute stream)."""
         window, items = self._upload_window(slots, pages)
         with self.compute_stream:
-            _kernel("gather_sum")(self._blocks(items * self.light_lanes), **window,
+            _kernel("gather_sum", operand.dtype)(self._blocks(items * self.light_lanes), **window,
                                   indices=self.slot_indices, operand=operand, into=into,
                                   light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
         self._finish(self.compute_stream)

@@ -128,15 +128,17 @@ __device__ __forceinline__ void for_each_item(
     pages, offsets, vertex_prefix, chunk_prefix, num_window_pages, page_first, page_edges, \
         num_edges, indptr, page_chunks, hub_chunks, hub_edges, light_lanes, heavy_edges
 
-// The item's in-edges' operands, summed by its group, in the group's first lane.
+// The item's in-edges' operands, summed in double by its group, in the group's first lane.
+template <typename V>
 __device__ __forceinline__ double item_sum(const SumItem& it, int glane, int width,
                                            unsigned mask, const int* __restrict__ indices,
-                                           const double* operand) {
+                                           const V* operand) {
     double total = 0.0;
     for (long long i = it.lo + glane; i < it.hi; i += width) total += operand[indices[i + it.shift]];
     return group_sum(total, width, mask);
 }
 
+template <typename V>
 __global__ void gather_sum(GATHER_SUM_PARAMS) {
     for_each_item(WINDOW_ITEMS, [&](const SumItem& it, int glane, int width, unsigned mask) {
         const double total = item_sum(it, glane, width, mask, indices, operand);

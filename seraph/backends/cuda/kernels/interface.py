@@ -48,10 +48,11 @@ from seraph.predictors import MAX_STATES, NONE, OWES, STATE_MASK, STRONG, WEAK
 #: The functor (values.cuh) of each edge operator the kernels are built for (their template
 #: argument Op), by the operator's code: the relaxing ones, and SHARE, a recomputing sum's.
 FUNCTORS = {HOP: "Hop", LABEL: "Label", DISTANCE: "Distance", WIDTH: "Width", SHARE: "Share"}
-#: The C name of each value type the selecting kernels are built for (their template
-#: argument V).
+#: The C name of each value type a kernel may be built for (its template argument V).
 VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.int32): "int",
-               np.dtype(np.float32): "float"}
+               np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+#: The value types the selecting kernels are built for: the relaxing programs'.
+_SELECTED = tuple(np.dtype(t) for t in (np.uint8, np.int32, np.float32))
 #: The numpy type of each C scalar type a parameter may have.
 SCALARS = {"unsigned char": np.uint8, "int": np.int32, "unsigned int": np.uint32,
            "long long": np.int64, "unsigned long long": np.uint64, "float": np.float32,
@@ -141,10 +142,10 @@ KERNELS = {
         _RELAXING),
     "count_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "const long long* indptr", "long long n",
-        "unsigned long long* totals"), value_types=tuple(VALUE_TYPES)),
+        "unsigned long long* totals"), value_types=_SELECTED),
     "list_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "long long n", "int* out", "unsigned long long* claimed"),
-        value_types=tuple(VALUE_TYPES)),
+        value_types=_SELECTED),
     "label_from_reach": Kernel("reach.cu", (
         "int* value", "int inf", "const long long* smallest", "const long long* out_indptr",
         "long long n", "unsigned char* spreads")),
@@ -156,10 +157,12 @@ KERNELS = {
         "int skip_root")),
     "compress": Kernel("union_find.cu", ("int* parent", "long long n")),
     # A summing program's pass over a window (gather.cu): the window as pull_window's, then
-    # the edges, what they sum and where.
+    # the edges, what they sum (of the operand's type: PageRank's shares may be float) and
+    # where.
     "gather_sum": Kernel("gather.cu", (
-        *_WINDOW, "const int* indices", "const double* operand", "double* into",
-        "int light_lanes", "long long heavy_edges")),
+        *_WINDOW, "const int* indices", "const V* operand", "double* into",
+        "int light_lanes", "long long heavy_edges"),
+        value_types=(np.dtype(np.float32), np.dtype(np.float64))),
     # A recomputing program's sweep over a window (gather.cu; seraph/spec.py, Recompute): the
     # window, the edges, the operands, sums and scales, the pieces' partial sums (two a page,
     # one a hub chunk), the rule's factor and eps, the weak predictor, what a success marks,
