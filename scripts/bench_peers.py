@@ -170,24 +170,53 @@ def _pull(indptr, indices, share, out):
         out[v] = total
 
 
-def reference_pagerank(graph, damping: float, tolerance: float,
+#: The reference's pull on a GPU: a thread a vertex, in float64 (no code of Seraph's).
+_PULL_CUDA = r"""
+extern "C" __global__ void pull(const long long* indptr, const int* indices,
+                                const double* share, double* out, long long n) {
+    long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    double total = 0.0;
+    for (long long i = indptr[v]; i < indptr[v + 1]; ++i) total += share[indices[i]];
+    out[v] = total;
+}
+"""
+
+
+def reference_pagerank(graph, damping: float, tolerance: float, device: str = "cpu",
                        max_iterations: int = 10_000) -> dict:
     """PageRank in float64 by power iteration, networkx's conventions (dangling rank
-    spread uniformly), until an iteration's L1 change is below ``tolerance``."""
+    spread uniformly), until an iteration's L1 change is below ``tolerance``; on the GPU
+    where the cells run on it (a billion-edge graph's hundred iterations take minutes on
+    the host's cores)."""
     start = time.perf_counter()
     indptr, indices, _ = graph.csc()
     n = graph.num_vertices
-    degrees = graph.out_degrees().astype(np.float64)
+    if device == "cuda":
+        import cupy as xp
+
+        kernel = xp.RawKernel(_PULL_CUDA, "pull")
+        indptr, indices = xp.asarray(indptr), xp.asarray(indices)
+
+        def pull(share, out):
+            kernel(((n + 255) // 256,), (256,), (indptr, indices, share, out, np.int64(n)))
+    else:
+        xp = np
+
+        def pull(share, out):
+            _pull(indptr, indices, share, out)
+    degrees = xp.asarray(graph.out_degrees(), dtype=np.float64)
     dangling = degrees == 0
-    inverse = np.divide(1.0, degrees, out=np.zeros(n), where=~dangling)
-    x, sums = np.full(n, 1.0 / n), np.empty(n)
+    inverse = xp.where(dangling, 0.0, 1.0 / xp.where(dangling, 1.0, degrees))
+    x, sums = xp.full(n, 1.0 / n), xp.empty(n)
     change, iterations = math.inf, 0
     while change >= tolerance and iterations < max_iterations:
-        _pull(indptr, indices, x * inverse, sums)
-        new = damping * sums + (1 - damping + damping * x[dangling].sum()) / n
-        change = float(np.abs(new - x).sum())
+        pull(x * inverse, sums)
+        new = damping * sums + (1 - damping + damping * float(x[dangling].sum())) / n
+        change = float(xp.abs(new - x).sum())
         x, iterations = new, iterations + 1
-    return {"ranks": x, "iterations": iterations, "change": change,
+    ranks = x.get() if device == "cuda" else x
+    return {"ranks": ranks, "iterations": iterations, "change": change,
             "seconds": time.perf_counter() - start}
 
 
@@ -356,6 +385,9 @@ def run_cell(graph, name: str, alg: str, sources: list, args, built: dict, input
     cell["systems"] = {s: r.summary() for s, r in records.items()}
     cell["programs"] = {s: Path(built["programs"][s][alg]).name for s in systems
                         if s != "seraph"}
+    bench_gpu.log(f"{name} {alg}: " + ", ".join(
+        f"{NAMES.get(s, s)} median {r.summary()['median']}, errors {r.errors[:1]}, "
+        f"problems {r.problems[:1] + r.failed[:1]}" for s, r in records.items()))
     return cell
 
 
@@ -396,7 +428,8 @@ def run_all(args, built: dict, work: Path, clock) -> dict:
             if alg == "sswp":
                 inputs.drop(peers.EMOGI)
             if alg == "pagerank" and reference is None:
-                reference = reference_pagerank(graph, args.damping, args.tolerance / 100)
+                reference = reference_pagerank(graph, args.damping, args.tolerance / 100,
+                                               args.device)
                 results["references"].append(
                     {"graph": name, **{k: v for k, v in reference.items() if k != "ranks"}})
                 bench_gpu.log(f"float64 PageRank reference: {reference['iterations']} "
