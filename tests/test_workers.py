@@ -147,6 +147,98 @@ def test_many_sources_run_over_workers(store, tmp_path):
                                       seraph.bfs(graph, int(row[0])).levels)
 
 
+SOURCE_ALGORITHMS = [name for name, entry in ALGORITHMS.items() if entry.needs_source]
+
+
+def many_sources(store, algorithm: str, count: int, *workers: str, more: tuple = ()
+                 ) -> tuple[list, dict]:
+    """A many-source run's table lines (less the times) and its JSON (with ``more``
+    options), both asked for."""
+    import json
+
+    args = [algorithm, str(store), "--device", "cpu", "--random-sources", str(count),
+            "--seed", "4", "--validate", *workers]
+    table = seraph_run(*args)
+    assert table.returncode == 0, table.stderr
+    done = seraph_run(*args, "--json", *more)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in table.stdout.splitlines()]
+    return [row[:1] + row[2:] for row in rows], json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("workers, count", [(2, 2), (2, 5), (3, 4), (3, 2)])
+@pytest.mark.parametrize("algorithm", SOURCE_ALGORITHMS)
+def test_many_sources_run_source_parallel_when_each_worker_gets_one(store, tmp_path,
+                                                                    algorithm, workers, count):
+    """At least as many sources as workers: each worker runs its share on the whole graph
+    (every workers-th source); fewer: each source partitioned over all of them. Either
+    way the same rows in the same order as one process, and the same answers."""
+    from seraph.distributed.spread import source_parallel
+
+    out = tmp_path / "values"
+    alone, one = many_sources(store, algorithm, count)
+    rows, over = many_sources(store, algorithm, count, "--workers", str(workers),
+                              more=("--output", str(out)))
+    parallel = source_parallel(count, workers)
+    assert parallel == (count >= workers)
+    if not parallel:  # a partitioned run takes rounds of its own
+        rows, alone = ([row[:2] + row[4:] if row[0].isdigit() else row for row in r]
+                       for r in (rows, alone))
+    assert rows == alone  # the header, the rows and their order; times left out
+    assert [r["validation"] for r in over["runs"]] == ["ok"] * count
+    for i, run in enumerate(over["runs"]):
+        assert run["source"] == one["runs"][i]["source"]
+        assert run.get("worker") == (i % workers if parallel else None)
+        assert len(run["stats"]["workers"]) == (0 if parallel else workers)
+        want = seraph.run(store, algorithm, run["source"], device="cpu").values
+        np.testing.assert_array_equal(np.load(out / f"source_{run['source']}.npy"), want)
+    assert over["summary"]["sources"] == count and over["summary"]["seconds"] > 0
+
+
+def test_a_source_parallel_run_takes_what_one_worker_cannot_split(store):
+    """The weak predictor is one process's: refused over partitioned workers, run by each
+    worker of a source-parallel run."""
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                      "--random-sources", "2", "--predictor", "weak", "--validate")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(" ok") == 2
+    refused = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                         "--random-sources", "1", "--predictor", "weak")
+    assert refused.returncode == 2 and "runs on one worker only" in refused.stderr
+
+
+def test_a_budget_no_worker_can_hold_is_one_line(store):
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                      "--random-sources", "4", "--gpu-memory", "100")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [line for line in done.stderr.splitlines()
+                                        if line.startswith("seraph: error: device memory "
+                                                           "budget 100 B is too small")]
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_an_output_folder_in_use_is_refused_by_every_worker(store, tmp_path, count):
+    """Partitioned (one source) or source-parallel: no worker waits for one that refused."""
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    sources = seraph.open_graph(store).vertex_ids[[5, 6]][:count]
+    for source in sources:
+        np.save(taken / f"source_{source}.npy", np.zeros(1))
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2", "--sources",
+                      ",".join(str(s) for s in sources), "--output", str(taken))
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "is already there" in done.stderr
+
+
+def test_the_sources_are_shared_out_every_workers_th():
+    from seraph.distributed.spread import share, source_parallel
+
+    assert [list(share(7, 3, w)) for w in range(3)] == [[0, 3, 6], [1, 4], [2, 5]]
+    assert not source_parallel(1, 2) and not source_parallel(5, 1)
+    assert source_parallel(2, 2) and not source_parallel(2, 3)
+
+
 def test_the_stats_say_what_each_worker_did(store):
     import json
 
