@@ -395,6 +395,25 @@ def test_a_killed_worker_ends_the_query_on_every_worker(chain, rank):
     assert alive(started) == []
 
 
+def test_a_worker_killed_in_a_source_parallel_run_ends_it_on_every_worker(chain):
+    path, _first = chain
+    run = subprocess.Popen([*SERAPH, "run", "bfs", str(path), "--random-sources", "2",
+                            "--device", "cpu", "--workers", "2", "--push-alpha", "0",
+                            "--predictor", "none", "-v"], env=ONE_THREAD,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = lines_of(run.stderr)
+    wait_for_line(lines, r"^source \d+ \(1/2\): rounds? ", [])
+    victim, started = workers_of(run.pid)[1], descendants(run.pid)
+    sent = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    run.wait(timeout=60)
+    assert run.returncode == 1 and time.monotonic() - sent < FAULT_S
+    assert rest_of(lines) == [
+        f"seraph: error: worker 1 of 2 (pid {victim} on {socket.gethostname()}) was "
+        "killed by SIGKILL (out of memory, or killed); the query was stopped on every worker"]
+    assert alive(started) == []
+
+
 def test_a_worker_stopped_by_a_signal_ends_the_query_and_names_it(chain):
     run, lines = start_long_run(chain, workers=3)
     victim, started = workers_of(run.pid)[2], descendants(run.pid)
