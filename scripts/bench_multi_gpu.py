@@ -205,10 +205,11 @@ def job_cell(comm, graph, alg: str, sources: list, budget_: int, params: dict,
     the processes (the values are on all); the checks gathered on the first."""
     import seraph
     from seraph.algorithms import get
+    from seraph.errors import SeraphError
 
     checks, runs, calls = benchlib.Checks(), [], [sources[0], *sources]
     cell = {"algorithm": alg, "workers": comm.size, "budget": budget_,
-            "sources_requested": len(sources), "stopped": None}
+            "sources_requested": len(sources), "stopped": None, "error": None}
     last = 0.0
     for i, source in enumerate(calls):
         # The first process decides for all whether the next call fits before the limit.
@@ -217,8 +218,12 @@ def job_cell(comm, graph, alg: str, sources: list, budget_: int, params: dict,
             cell["stopped"] = f"the total limit, after {max(0, i - 1)} of {len(sources)}"
             break
         start = time.time()
-        result = seraph.run(graph, alg, get(alg).source_for(source), device=params["device"],
-                            device_memory=budget_, **over)
+        try:
+            result = seraph.run(graph, alg, get(alg).source_for(source),
+                                device=params["device"], device_memory=budget_, **over)
+        except SeraphError as e:  # every process raises it alike (a budget too small)
+            cell["error"] = f"{type(e).__name__}: {e}"
+            break
         if i % comm.size == comm.rank:
             checks.call(graph, alg, source, result, budget_)
         if i == 0:
@@ -238,6 +243,10 @@ def job_cell(comm, graph, alg: str, sources: list, budget_: int, params: dict,
         merged.peaks += part.peaks
     made = min(len(calls), len(runs) + ("first_call" in cell))
     cell["checks"] = merged.to_dict(made)
+    if cell["error"]:
+        cell["checks"]["ok"] = False
+        cell["checks"]["problems"].append(cell["error"])
+        cell["checks"]["line"] += f"; {cell['error']}"
     if runs:
         cell["random"] = summarize(runs)
     return cell
@@ -379,16 +388,17 @@ def cli_checks(runs: list[dict], memory: int) -> dict:
     return checks.to_dict(len(runs))
 
 
-def worker_counts(args) -> tuple[list[int], list[str]]:
-    """The worker counts to run, and those left out (more GPUs than are visible)."""
+def worker_counts(args) -> tuple[list[int], list[str], int | None]:
+    """The worker counts to run, those left out (more GPUs than are visible), and the
+    GPUs visible (None on the CPU)."""
     counts = args.workers if args.device == "cpu" else args.gpus
     if args.device == "cpu":
-        return counts, []
+        return counts, [], None
     import cupy
 
     visible = cupy.cuda.runtime.getDeviceCount()
     return ([c for c in counts if c <= visible],
-            [f"{c} GPUs: {visible} visible here" for c in counts if c > visible])
+            [f"{c} GPUs: {visible} visible here" for c in counts if c > visible], visible)
 
 
 def throughput_runs(args, counts: list[int]) -> list[tuple[int, list[str]]]:
@@ -427,7 +437,7 @@ def run_all(args, clock: Clock) -> dict:
             f"{graph.num_edges:,} stored edges, {graph.num_pages} pages")
         if args.generate_only:
             return results
-        counts, left_out = worker_counts(args)
+        counts, left_out, results["visible"] = worker_counts(args)
         results["skipped"] += left_out
         sources = random_sources(graph, args.sources, args.seed)
         results["sources"] = sources
@@ -476,8 +486,11 @@ def run_all(args, clock: Clock) -> dict:
 def report(results: dict, info: dict, command: str, args) -> str:
     g = results["graph"] or {}
     unit = "GPUs" if args.device == "cuda" else "workers"
+    device = next((job["device"] for job in results["jobs"] if job.get("device")), None)
     lines = ["# One query over several GPUs (issues 34 and 36)", "", f"Command: `{command}`",
-             "", f"- Device: {args.device}", benchlib.machine_markdown(info)]
+             "", f"- Device: {device['name'] if device and 'name' in device else args.device}"
+             + (f", {results['visible']} visible" if results.get("visible") else ""),
+             benchlib.machine_markdown(info)]
     if g:
         lines += [f"- Graph: {g['name']} ({g['store']}): {g.get('num_vertices', 0):,} "
                   f"vertices, {g.get('num_edges', 0):,} stored edges, "
@@ -489,9 +502,9 @@ def report(results: dict, info: dict, command: str, args) -> str:
               f"over them. Seconds of `stats.call_time` over {args.sources} random sources "
               f"(CC and PageRank, which take none: {args.unsourced_runs} run(s)); "
               "*speedup*: the median on one over this median; *bytes*: each one's median "
-              "bytes copied to its device; "
-              "*peak / budget*: the largest peak of any of them; *exchange*: the median "
-              "share of the engine's time in the exchange.", ""]
+              "bytes copied to its device; *peaks of budget*: each one's largest peak, "
+              "beside its budget; *exchange*: the median share of the engine's time in the "
+              "exchange.", ""]
     rows, single = [], {}
     for done in results["jobs"]:
         for cell in done["cells"]:
@@ -501,7 +514,7 @@ def report(results: dict, info: dict, command: str, args) -> str:
             rows.append(query_row(cell, s, single.get(cell["algorithm"])))
     lines.append(benchlib.markdown_table(
         ["alg", unit, "budget each", "sources", "first call", "median", "max", "speedup",
-         "bytes each", "peak / budget", "exchange", "checked"], rows,
+         "bytes each", "peaks of budget", "exchange", "checked"], rows,
         [False, True, True, False] + [True] * 7 + [False]))
     if results["throughput"]:
         lines += ["", f"`seraph run ALG --random-sources K --validate` on one and over all "
@@ -531,12 +544,12 @@ def query_row(cell: dict, s: dict | None, single: float | None) -> list:
                 benchlib.seconds(cell.get("first_call")), "—", "—", "—", "—", "—", "—",
                 checks.get("line", f"stopped: {cell['stopped']}")]
     bytes_each = " / ".join(benchlib.size(b) for b in s["bytes_per_worker_median"])
-    peak = max(s["peak_per_worker"]) or None
+    peaks = " / ".join(benchlib.size(p or None) for p in s["peak_per_worker"])
     share = f"{s['exchange_share_median']:.0%}" if cell["workers"] > 1 else "—"
     return [cell["algorithm"], cell["workers"], benchlib.size(cell["budget"]), label,
             benchlib.seconds(cell.get("first_call")), benchlib.seconds(s["median"]),
             benchlib.seconds(s["max"]), benchlib.ratio(single, s["median"]), bytes_each,
-            f"{benchlib.size(peak)} / {benchlib.size(cell['budget'])}", share,
+            f"{peaks} of {benchlib.size(cell['budget'])}", share,
             checks.get("line", "—")]
 
 

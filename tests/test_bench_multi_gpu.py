@@ -82,3 +82,20 @@ def test_the_total_limit_stops_a_job_and_the_report_is_written(tmp_path, capsys)
 def test_generate_only_needs_a_workdir():
     with pytest.raises(SystemExit):
         bench_multi_gpu.parse_args(["--generate-only"])
+
+
+def test_a_budget_too_small_fails_its_cell_and_the_script(tmp_path, monkeypatch):
+    """Every process meets the engine's refusal alike: the cell says so and fails, the job
+    goes on to the next algorithm, and the script exits 1."""
+    real = bench_multi_gpu.budget
+    monkeypatch.setattr(bench_multi_gpu, "budget", lambda graph, alg, *rest:
+                        100 if alg == "bfs" else real(graph, alg, *rest))
+    out = tmp_path / "m.json"
+    rc = bench_multi_gpu.main([*TINY, "--workers", "2", "--algorithms", "bfs", "cc",
+                               "--throughput-sources", "0", "--json-out", str(out)])
+    assert rc == 1
+    data = json.loads(out.read_text())
+    bfs, cc = data["jobs"][0]["cells"]
+    assert not bfs["checks"]["ok"] and "too small" in bfs["error"]
+    assert cc["checks"]["ok"] and cc["random"]["n"] == 1
+    assert any("too small" in f for f in data["failed"])
