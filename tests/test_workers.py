@@ -195,6 +195,34 @@ def test_many_sources_run_source_parallel_when_each_worker_gets_one(store, tmp_p
     assert over["summary"]["sources"] == count and over["summary"]["seconds"] > 0
 
 
+def test_source_parallel_sources_anywhere_on_a_graph_in_pieces(tmp_path):
+    """Sources on a chain, a star, an isolated vertex and a self-loop's vertex of one graph,
+    weighted with zeros and duplicates: each worker's answers are one process's."""
+    from partitioner.readers import edges_from_arrays
+    from partitioner.writer import Options, write_store
+
+    src = np.array([0, 1, 2, 10, 10, 10, 10, 20, 3, 3])
+    dst = np.array([1, 2, 3, 11, 12, 13, 11, 20, 4, 4])
+    weights = np.array([1, 0, 2, 5, 1, 0, 3, 1, 7, 2], np.float32)
+    path = tmp_path / "pieces.zarr"
+    write_store(edges_from_arrays(src, dst, weights, 30), path,
+                Options(symmetrize=True, page_edges=2))
+    sources = [0, 10, 25, 20, 4]  # 25 has no edge at all
+    out = tmp_path / "values"
+    out.mkdir()
+    for algorithm in SOURCE_ALGORITHMS:
+        done = seraph_run(algorithm, str(path), "--device", "cpu", "--workers", "3",
+                          "--sources", ",".join(map(str, sources)), "--validate",
+                          "--output", str(out / algorithm))
+        assert done.returncode == 0, done.stderr
+        assert [line.split()[0] for line in done.stdout.splitlines()[2:7]] == \
+            [str(s) for s in sources]
+        for source in sources:
+            np.testing.assert_array_equal(
+                np.load(out / algorithm / f"source_{source}.npy"),
+                seraph.run(path, algorithm, source, device="cpu").values)
+
+
 def test_a_source_parallel_run_takes_what_one_worker_cannot_split(store):
     """The weak predictor is one process's: refused over partitioned workers, run by each
     worker of a source-parallel run."""
