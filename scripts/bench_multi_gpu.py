@@ -5,7 +5,7 @@ checked; and the throughput of ``seraph run --random-sources K --gpus all``.
     python scripts/bench_multi_gpu.py --graph rmat --scale 27 --workdir DIR --generate-only
     python scripts/bench_multi_gpu.py --graph rmat --scale 27 --workdir DIR --gpus 1,2 \\
         --json-out FILE
-    python scripts/bench_multi_gpu.py --store PATH --gpus 1,2,4
+    python scripts/bench_multi_gpu.py --store PATH --gpus 1,2,4 --throughput-only
 
 The graph: a weighted (GAP weights, integers 1..255), symmetrized R-MAT or uniform graph
 of ``2^--scale`` vertices (edge factor 16), or a ``--grid-side`` square grid, generated
@@ -447,7 +447,7 @@ def run_all(args, clock: Clock) -> dict:
         params = {"store": str(path), "device": args.device, "algorithms": args.algorithms,
                   "sources": sources, "unsourced_runs": args.unsourced_runs,
                   "budgets": budgets}
-        for workers in counts:
+        for workers in [] if args.throughput_only else counts:
             if clock.exhausted(args.reserve):
                 results["skipped"].append(f"{workers} worker(s): the total limit was reached")
                 continue
@@ -611,6 +611,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    choices=tuple(ALGORITHMS))
     p.add_argument("--throughput-sources", type=int, default=16,
                    help="K of the --random-sources row (0: none)")
+    p.add_argument("--throughput-only", action="store_true",
+                   help="only the --random-sources rows (a device call of their own, where "
+                        "the checks of both would not fit one)")
     p.add_argument("--throughput-workers", type=int, default=None,
                    help="workers of that row (default: every visible GPU, --gpus all; on "
                         "the CPU the largest --workers)")
@@ -627,6 +630,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--budget-fraction must be in (0, 1]")
     if args.generate_only and not args.workdir:
         p.error("--generate-only keeps the store under --workdir: give one")
+    if args.throughput_only and not args.throughput_sources:
+        p.error("--throughput-only needs --throughput-sources")
     return args
 
 

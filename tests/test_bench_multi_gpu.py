@@ -99,3 +99,12 @@ def test_a_budget_too_small_fails_its_cell_and_the_script(tmp_path, monkeypatch)
     assert not bfs["checks"]["ok"] and "too small" in bfs["error"]
     assert cc["checks"]["ok"] and cc["random"]["n"] == 1
     assert any("too small" in f for f in data["failed"])
+
+
+def test_throughput_only(tmp_path):
+    out = tmp_path / "m.json"
+    assert bench_multi_gpu.main([*TINY, "--workers", "1,2", "--throughput-only",
+                                 "--throughput-sources", "2", "--throughput-algorithms", "bfs",
+                                 "--json-out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["jobs"] == [] and [r["workers"] for r in data["throughput"]] == [1, 2]
