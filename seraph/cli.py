@@ -349,10 +349,12 @@ def _run_on_workers(args: argparse.Namespace, graph, config, sources: list) -> i
     from seraph.distributed import launch
     from seraph.distributed.engine import partitioned_config
     from seraph.distributed.parts import check_parts
+    from seraph.distributed.spread import source_parallel
 
     count = launch.processes(config)
-    check_parts(graph, count, "--gpus" if config.devices is not None else "--workers")
-    partitioned_config(config, ALGORITHMS[args.algorithm].spec)
+    if not source_parallel(len(sources), count):
+        check_parts(graph, count, "--gpus" if config.devices is not None else "--workers")
+        partitioned_config(config, ALGORITHMS[args.algorithm].spec)
     for source in sources:
         if source is not None:
             graph.vertex_index(source)
@@ -506,40 +508,34 @@ def _run_one(args: argparse.Namespace, graph, source, config) -> int:
 
 def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> int:
     """Runs every source on the one opened graph (its device caches kept between runs);
-    prints a row per source as it finishes, then the median and the slowest time."""
+    prints a row per source as it finishes, then the median and the slowest time. Over
+    workers, source-parallel where there are sources enough (:func:`_each_source`)."""
     import statistics
+    import time
 
     names = [f"{kind}_{s}" for s in sources
              for kind in ("source", *(("predecessors",) if args.predecessors else ()))]
-    output = _ManyOutput(Path(args.output), graph, names) if args.output and not _follower \
-        else None
+    # Checked on every worker, so that all refuse it alike; the first one writes it.
+    output = _ManyOutput(Path(args.output), graph, names) if args.output else None
     for source in sources:
         graph.vertex_index(source)  # a bad id fails before the first run, not in its own
     runs = []
     table = None if args.json or _follower else _Table(args, graph, sources)
-    with output if output is not None else contextlib.nullcontext():
-        for i, source in enumerate(sources, 1):
-            with progress.watch_rounds(f"source {source} ({i}/{len(sources)}): "):
-                res, values = run_algorithm(graph, args.algorithm, source, config,
-                                            args.predecessors)
-            if output:
-                output.add(f"source_{source}", values)
+    start = time.perf_counter()
+    with output if output is not None and not _follower else contextlib.nullcontext():
+        for run, stats, values, preds in _each_source(args, graph, sources, config):
+            if output and not _follower:
+                output.add(f"source_{run['source']}", values)
                 if args.predecessors:
-                    output.add(f"predecessors_{source}", res.predecessors)
-            run = {"source": source, "time": res.stats.call_time,
-                   "reached": _reached(args.algorithm, values), "rounds": res.stats.rounds,
-                   "pages_transferred": res.stats.pages_transferred}
-            if args.validate and not _follower:
-                run["validation"] = _validate(graph, args.algorithm, values, source,
-                                              res.predecessors)
-            runs.append((run, res.stats))
+                    output.add(f"predecessors_{run['source']}", preds)
+            runs.append((run, stats))
             if table is not None:
                 table.row(run)
     if _follower:
         return 0  # the first worker prints
     times = [run["time"] for run, _ in runs]
     summary = {"sources": len(runs), "median_time": statistics.median(times),
-               "max_time": max(times)}
+               "max_time": max(times), "seconds": time.perf_counter() - start}
     if table is None:
         out = {"algorithm": args.algorithm, "store": str(args.store),
                "runs": [run | {"stats": st.to_dict()} for run, st in runs], "summary": summary}
@@ -548,6 +544,41 @@ def _run_many(args: argparse.Namespace, graph, sources: list[int], config) -> in
         table.summary(summary)
     failed = any(run.get("validation", "ok") != "ok" for run, _ in runs)
     return 1 if failed else 0
+
+
+def _each_source(args: argparse.Namespace, graph, sources: list[int], config):
+    """(run's figures, stats, values, predecessors) of each source in turn, its answer
+    validated where asked (the arrays only where ``--output`` keeps them). In one process,
+    or partitioned over the workers, the sources run one after another; source-parallel
+    (:func:`seraph.distributed.spread.source_parallel`), each worker runs its share on
+    the whole graph and validates it, and the first gets them all in order."""
+    parallel = False
+    if config.partitioned:
+        from seraph.distributed import mpi, spread
+
+        parallel = spread.source_parallel(len(sources), mpi.world().size)
+    one_config = spread.one_process_config(config) if parallel else config
+    position = {source: i for i, source in enumerate(sources, 1)}
+
+    def run_one(source):
+        with progress.watch_rounds(f"source {source} ({position[source]}/{len(sources)}): "):
+            res, values = run_algorithm(graph, args.algorithm, source, one_config,
+                                        args.predecessors)
+        run = {"source": source, "time": res.stats.call_time,
+               "reached": _reached(args.algorithm, values), "rounds": res.stats.rounds,
+               "pages_transferred": res.stats.pages_transferred}
+        if parallel:
+            run["worker"] = mpi.world().rank
+        if args.validate and (parallel or not _follower):
+            run["validation"] = _validate(graph, args.algorithm, values, source,
+                                          res.predecessors)
+        kept = args.output is not None
+        return (run, res.stats, values if kept else None,
+                res.predecessors if kept else None)
+
+    if parallel:
+        return spread.run_sources(sources, run_one, config)
+    return map(run_one, sources)
 
 
 class _Table:

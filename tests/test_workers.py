@@ -147,6 +147,126 @@ def test_many_sources_run_over_workers(store, tmp_path):
                                       seraph.bfs(graph, int(row[0])).levels)
 
 
+SOURCE_ALGORITHMS = [name for name, entry in ALGORITHMS.items() if entry.needs_source]
+
+
+def many_sources(store, algorithm: str, count: int, *workers: str, more: tuple = ()
+                 ) -> tuple[list, dict]:
+    """A many-source run's table lines (less the times) and its JSON (with ``more``
+    options), both asked for."""
+    import json
+
+    args = [algorithm, str(store), "--device", "cpu", "--random-sources", str(count),
+            "--seed", "4", "--validate", *workers]
+    table = seraph_run(*args)
+    assert table.returncode == 0, table.stderr
+    done = seraph_run(*args, "--json", *more)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in table.stdout.splitlines()]
+    return [row[:1] + row[2:] for row in rows], json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("workers, count", [(2, 2), (2, 5), (3, 4), (3, 2)])
+@pytest.mark.parametrize("algorithm", SOURCE_ALGORITHMS)
+def test_many_sources_run_source_parallel_when_each_worker_gets_one(store, tmp_path,
+                                                                    algorithm, workers, count):
+    """At least as many sources as workers: each worker runs its share on the whole graph
+    (every workers-th source); fewer: each source partitioned over all of them. Either
+    way the same rows in the same order as one process, and the same answers."""
+    from seraph.distributed.spread import source_parallel
+
+    out = tmp_path / "values"
+    alone, one = many_sources(store, algorithm, count)
+    rows, over = many_sources(store, algorithm, count, "--workers", str(workers),
+                              more=("--output", str(out)))
+    parallel = source_parallel(count, workers)
+    assert parallel == (count >= workers)
+    if not parallel:  # a partitioned run takes rounds of its own
+        rows, alone = ([row[:2] + row[4:] if row[0].isdigit() else row for row in r]
+                       for r in (rows, alone))
+    assert rows == alone  # the header, the rows and their order; times left out
+    assert [r["validation"] for r in over["runs"]] == ["ok"] * count
+    for i, run in enumerate(over["runs"]):
+        assert run["source"] == one["runs"][i]["source"]
+        assert run.get("worker") == (i % workers if parallel else None)
+        assert len(run["stats"]["workers"]) == (0 if parallel else workers)
+        want = seraph.run(store, algorithm, run["source"], device="cpu").values
+        np.testing.assert_array_equal(np.load(out / f"source_{run['source']}.npy"), want)
+    assert over["summary"]["sources"] == count and over["summary"]["seconds"] > 0
+
+
+def test_source_parallel_sources_anywhere_on_a_graph_in_pieces(tmp_path):
+    """Sources on a chain, a star, an isolated vertex and a self-loop's vertex of one graph,
+    weighted with zeros and duplicates: each worker's answers are one process's."""
+    from partitioner.readers import edges_from_arrays
+    from partitioner.writer import Options, write_store
+
+    src = np.array([0, 1, 2, 10, 10, 10, 10, 20, 3, 3])
+    dst = np.array([1, 2, 3, 11, 12, 13, 11, 20, 4, 4])
+    weights = np.array([1, 0, 2, 5, 1, 0, 3, 1, 7, 2], np.float32)
+    path = tmp_path / "pieces.zarr"
+    write_store(edges_from_arrays(src, dst, weights, 30), path,
+                Options(symmetrize=True, page_edges=2))
+    sources = [0, 10, 25, 20, 4]  # 25 has no edge at all
+    out = tmp_path / "values"
+    out.mkdir()
+    for algorithm in SOURCE_ALGORITHMS:
+        done = seraph_run(algorithm, str(path), "--device", "cpu", "--workers", "3",
+                          "--sources", ",".join(map(str, sources)), "--validate",
+                          "--output", str(out / algorithm))
+        assert done.returncode == 0, done.stderr
+        assert [line.split()[0] for line in done.stdout.splitlines()[2:7]] == \
+            [str(s) for s in sources]
+        for source in sources:
+            np.testing.assert_array_equal(
+                np.load(out / algorithm / f"source_{source}.npy"),
+                seraph.run(path, algorithm, source, device="cpu").values)
+
+
+def test_a_source_parallel_run_takes_what_one_worker_cannot_split(store):
+    """The weak predictor is one process's: refused over partitioned workers, run by each
+    worker of a source-parallel run."""
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                      "--random-sources", "2", "--predictor", "weak", "--validate")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(" ok") == 2
+    refused = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                         "--random-sources", "1", "--predictor", "weak")
+    assert refused.returncode == 2 and "runs on one worker only" in refused.stderr
+
+
+def test_a_budget_no_worker_can_hold_is_one_line(store):
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2",
+                      "--random-sources", "4", "--gpu-memory", "100")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [line for line in done.stderr.splitlines()
+                                        if line.startswith("seraph: error: device memory "
+                                                           "budget 100 B is too small")]
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_an_output_folder_in_use_is_refused_by_every_worker(store, tmp_path, count):
+    """Partitioned (one source) or source-parallel: no worker waits for one that refused."""
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    sources = seraph.open_graph(store).vertex_ids[[5, 6]][:count]
+    for source in sources:
+        np.save(taken / f"source_{source}.npy", np.zeros(1))
+    done = seraph_run("bfs", str(store), "--device", "cpu", "--workers", "2", "--sources",
+                      ",".join(str(s) for s in sources), "--output", str(taken))
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "is already there" in done.stderr
+
+
+def test_the_sources_are_shared_out_every_workers_th():
+    from seraph.distributed.spread import share, source_parallel
+
+    assert [list(share(7, 3, w)) for w in range(3)] == [[0, 3, 6], [1, 4], [2, 5]]
+    assert not source_parallel(1, 2) and not source_parallel(5, 1)
+    assert source_parallel(2, 2) and not source_parallel(2, 3)
+
+
 def test_the_stats_say_what_each_worker_did(store):
     import json
 
@@ -300,6 +420,25 @@ def test_a_killed_worker_ends_the_query_on_every_worker(chain, rank):
         f"seraph: error: worker {rank} of 2 (pid {victim} on {socket.gethostname()}) was "
         "killed by SIGKILL (out of memory, or killed); the query was stopped on every worker"]
     assert took < FAULT_S, f"{took:.2f} s"
+    assert alive(started) == []
+
+
+def test_a_worker_killed_in_a_source_parallel_run_ends_it_on_every_worker(chain):
+    path, _first = chain
+    run = subprocess.Popen([*SERAPH, "run", "bfs", str(path), "--random-sources", "2",
+                            "--device", "cpu", "--workers", "2", "--push-alpha", "0",
+                            "--predictor", "none", "-v"], env=ONE_THREAD,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = lines_of(run.stderr)
+    wait_for_line(lines, r"^source \d+ \(1/2\): rounds? ", [])
+    victim, started = workers_of(run.pid)[1], descendants(run.pid)
+    sent = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    run.wait(timeout=60)
+    assert run.returncode == 1 and time.monotonic() - sent < FAULT_S
+    assert rest_of(lines) == [
+        f"seraph: error: worker 1 of 2 (pid {victim} on {socket.gethostname()}) was "
+        "killed by SIGKILL (out of memory, or killed); the query was stopped on every worker"]
     assert alive(started) == []
 
 
