@@ -337,6 +337,26 @@ def test_the_command_line_runs_over_two_gpus(store, tmp_path, three_slots, algor
         np.testing.assert_array_equal(np.load(two), np.load(one))
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(gpus() < 2, reason="needs two GPUs")
+def test_many_sources_run_source_parallel_over_two_gpus(store, tmp_path):
+    """Four sources over two GPUs: each GPU runs every other source on the whole graph,
+    and each answer is one GPU's."""
+    import json
+
+    out = tmp_path / "values"
+    done = seraph_run("sssp", str(store), "--gpus", "2", "--random-sources", "4", "--seed",
+                      "4", "--validate", "--json", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)["runs"]
+    assert [run["worker"] for run in runs] == [0, 1, 0, 1]
+    assert all(run["validation"] == "ok" and run["stats"]["device"] == "cuda" for run in runs)
+    graph = seraph.open_graph(store)
+    for run in runs:
+        np.testing.assert_array_equal(np.load(out / f"source_{run['source']}.npy"),
+                                      seraph.sssp(graph, run["source"], device="cuda").distances)
+
+
 # -- faults ----------------------------------------------------------------------------------
 def descendants(pid: int) -> dict[int, str]:
     """The live processes below ``pid`` (zombies left out), by their command lines."""
