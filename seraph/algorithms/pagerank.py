@@ -163,6 +163,34 @@ class Delta(PageRankProgram):
         rule = Recompute(eps=self.tolerance / 2, factor=self.damping)
         return Plan(replace(DELTA, recompute=rule), None, self.drive)
 
+    def rebalance(self, be, owed: float) -> bool:
+        """Scales the sums so that the ranks' total balances, where that moves them by more
+        than a write would (``tolerance / 2`` of themselves); returns whether it did.
+
+        A round updates the sums in place, each vertex reading what the vertices before it
+        just wrote, so the total ``sum(y)`` drifts, and its error, along the principal
+        eigenvector of ``M``, decays only by ``damping`` a round. The solution meets
+        ``1^T (I - d M) y = 1^T p = 1``, which is ``b(y) = 1`` with ``b(z) = (1 - d) sum(z)
+        + d (z's sum over the vertices without out-edges)``; ``y = p + d t``, so scaling
+        ``t`` by ``(1 - b(p)) / (d b(t))`` meets it (``owed``: ``1 - b(p)``). A projection
+        onto what the solution meets, not a feedback: what is left decays as the power
+        iteration's error does. The operands are recomputed from the sums either way (they
+        are the scratch space: no temporary)."""
+        xp, d = be.xp, self.damping
+        t, scale, operand = be.vector("values"), be.vector(SCALE), be.vector(OPERAND)
+        xp.equal(scale, 0, out=operand)
+        operand *= t
+        have = d * ((1 - d) * float(t.sum(dtype=np.float64))
+                    + d * float(operand.sum(dtype=np.float64)))
+        factor = owed / have if have > 0 else 1.0
+        moved = abs(factor - 1) > self.tolerance / 2
+        if moved:
+            be.scale_sums(factor)
+        xp.multiply(t, t.dtype.type(d), out=operand)  # y, then y / outdeg
+        self.add_jump(operand, 1.0)
+        operand *= scale
+        return moved
+
     def drive(self, run) -> None:
         """From a start to convergence; then the ranks, in place of the sums, and the bound
         on a power step's change that the run met (inf if it stopped unconverged).
@@ -187,9 +215,21 @@ class Delta(PageRankProgram):
             be.xp.multiply(t, t.dtype.type(d), out=operand)  # y, then y / outdeg
             self.add_jump(operand, 1.0)
             operand *= be.vector(SCALE)
+        dangling = out_degrees(run.g) == 0
+        jump_dangling = dangling.mean() if self.personalization is None else \
+            float(dangling[self.personalization])
+        owed = d * (1 - jump_dangling)  # 1 - b(p), see rebalance
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
-        stats.converged = run.execute(start, self.max_iterations)
+        while not (done := run.execute(start, stats.dense_rounds + 1)) and \
+                stats.dense_rounds < self.max_iterations:
+            start = np.empty(0, dtype=np.int64)  # the round's writes marked what they moved
+            with be.vector_steps():
+                moved = self.rebalance(be, owed)
+            if moved:
+                run.values_changed_outside()
+                start = None
+        stats.converged = done
         with be.vector_steps():
             be.xp.multiply(t, t.dtype.type(d), out=t)
             self.add_jump(t, 1.0)
