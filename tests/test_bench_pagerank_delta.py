@@ -29,7 +29,9 @@ def test_the_pagerank_delta_study_on_the_cpu(tmp_path, capsys):
         assert c["converged"] and c["edges_read"] > 0 and c["totals"]["rounds"] > 0
         if c["variant"] == bench_pagerank_delta.BASELINE:
             assert c["edges_ratio"] == 1 and c["meets_bar"] is None
-        if "weak" in c["variant"]:
+        if "auto" in c["variant"]:  # its weak predictor joins once attempts mostly fail
+            assert c["meets_bar"] in (True, False)
+        elif "weak" in c["variant"]:
             assert c["totals"]["skipped_weak"] > 0 and c["meets_bar"] in (True, False)
         else:
             assert c["totals"]["skipped_weak"] == 0

@@ -65,8 +65,11 @@ def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, dampin
     schedule, ...)."""
     graph = build(n, src, dst, page_edges)
     if slots is not None:
-        weak = (options.get("predictor") == "weak" or "diagram" in options) and \
-            options.get("schedule") != "single"  # single skips nothing
+        # auto runs PageRank-delta with the weak predictor where its state fits, and the
+        # budget gives it room; single skips nothing.
+        asks = options.get("predictor") == "weak" or "diagram" in options or \
+            (method == "delta" and options.get("predictor", "auto") == "auto")
+        weak = asks and options.get("schedule") != "single"
         options["device_memory"] = slots_budget(graph, slots, method,
                                                 "weak" if weak else "none", tolerance)
     res = seraph.pagerank(graph, damping, tolerance, 2000, personalization, method,
@@ -347,6 +350,11 @@ def test_a_delta_budget_counts_its_vectors_and_partial_sums(device):
                             device_memory=budget - 1)
         seraph.pagerank(graph, method="delta", predictor=predictor, device=device,
                         device_memory=budget)
+    # auto takes the weak predictor where its state fits, and runs without it where not.
+    for predictor in ("none", "weak"):
+        res = seraph.pagerank(graph, method="delta", device=device,
+                              device_memory=slots_budget(graph, 2, "delta", predictor))
+        assert res.converged and res.stats.predictor == predictor
 
 
 def test_a_budget_counts_the_vectors(device):
