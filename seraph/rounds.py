@@ -79,7 +79,12 @@ class DenseRounds:
             order = order[active]
         if not run.forward:
             order = order[::-1]
-        run.forward = not run.forward
+        # A recomputing program's rounds all go forward: its sums are updated in place, and
+        # a round in the other direction would first sweep the vertices that the last one
+        # swept last, which read nothing newer than then (two in-neighbours swept in turn,
+        # as a pair of vertices that link each other, then gain one step a round, not two);
+        # that costs more rounds than the copies alternating saves.
+        run.forward = not run.forward or run.alg.recompute is not None
         self._round_min, self._round_succeeded = run.alg.inf, 0
         if run.layout.resident:
             self.sweep(np.zeros(len(order), dtype=np.int64), order)

@@ -158,6 +158,13 @@ class Run:
         self.weak_after = weak_after
         if weak_after:
             self.predictor &= ~WEAK
+        # auto's weak predictor for a program whose attempts succeed until its vertices
+        # settle (Algorithm.weak_when_failing) joins after the first dense round in which
+        # most attempts failed: before it there is nothing to skip.
+        self.weak_when_failing = (algorithm.weak_when_failing and config.predictor == "auto"
+                                  and config.diagram is None and bool(self.predictor & WEAK))
+        if self.weak_when_failing:
+            self.predictor &= ~WEAK
         self.stats, self.trace = stats, trace
         self.layout = backend.layout
         self.epoch = 0
@@ -228,8 +235,9 @@ class Run:
                 sparse = frontier is not None and len(frontier) > 0
                 continue
             progress.working("dense", self.stats)
+            attempted = self.stats.updates_attempted
             changed_min, succeeded = self.dense.round()
-            self._maybe_turn_weak()
+            self._maybe_turn_weak(self.stats.updates_attempted - attempted, succeeded)
             if self.rechecking:  # it attempted every vertex that owed
                 self.owes = self.rechecking = False
             self.end_round(succeeded, changed_min)
@@ -242,15 +250,19 @@ class Run:
                 frontier, sparse = changed, True
                 self.stats.switches_to_sparse += 1
 
-    def _maybe_turn_weak(self) -> None:
+    def _maybe_turn_weak(self, attempted: int, succeeded: int) -> None:
         """auto's weak half joins once the run has had its dense rounds under the strong rule
-        alone. No vertex owes anything yet and every state is the diagram's initial one, so
-        the run goes on as one under the combined predictor would from a fresh start
-        (design.md, section 8)."""
+        alone, or auto's weak predictor once a dense round's attempts (``attempted``, of
+        which ``succeeded`` succeeded) mostly failed. No vertex owes anything yet and every
+        state is the diagram's initial one, so the run goes on as one under that predictor
+        would from a fresh start (design.md, section 8)."""
         if self.weak_after and self.stats.dense_rounds >= self.weak_after:
             self.predictor |= WEAK
             self.stats.predictor = "combined"
             self.weak_after = None
+        if self.weak_when_failing and 2 * succeeded < attempted:
+            self.predictor |= WEAK
+            self.weak_when_failing = False
 
     def sums_gathered(self, sums) -> None:
         """A summing iteration summed every page of this run into ``sums`` (a partitioned

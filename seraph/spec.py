@@ -133,6 +133,10 @@ class Algorithm:
     #: (:attr:`~seraph.backends.base.Backend.weak_history_pays`): the dense rounds run under
     #: the strong rule alone before the weak diagram joins it (None: auto stays strong).
     weak_after: int | None = None
+    #: ``predictor="auto"`` where it resolves to the weak predictor: it joins after the first
+    #: dense round in which most attempts failed, for a program whose attempts succeed until
+    #: its vertices settle (PageRank-delta), where until then it has nothing to skip.
+    weak_when_failing: bool = False
     #: ``plan(graph, layout, config)``: a :class:`Plan` for this run, or None for one
     #: convergence from :meth:`initial_frontier`.
     plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \

@@ -29,11 +29,13 @@ def test_the_pagerank_delta_study_on_the_cpu(tmp_path, capsys):
         assert c["converged"] and c["edges_read"] > 0 and c["totals"]["rounds"] > 0
         if c["variant"] == bench_pagerank_delta.BASELINE:
             assert c["edges_ratio"] == 1 and c["meets_bar"] is None
-        if "weak" in c["variant"]:
+        if "auto" in c["variant"]:  # its weak predictor joins once attempts mostly fail
+            assert c["meets_bar"] in (True, False)
+        elif "weak" in c["variant"]:
             assert c["totals"]["skipped_weak"] > 0 and c["meets_bar"] in (True, False)
         else:
             assert c["totals"]["skipped_weak"] == 0
-    assert {c["variant"] for c in cells} >= {"power", "delta, auto (none)"}
+    assert {c["variant"] for c in cells} >= {"power", "delta, auto (weak)"}
     written = sorted(traces.glob("*.json"))
     assert len(written) == len(cells)
     weak = json.loads(next(t for t in written if "weak-delta" in t.name).read_text())

@@ -219,6 +219,12 @@ class Backend(ABC):
         first in-edge with all of it and the others with 0, so that they add up to it."""
 
     @abstractmethod
+    def scale_sums(self, factor: float) -> None:
+        """Multiplies a recomputing program's values and every partial sum of the vertices
+        split into pieces by ``factor``: the pieces still add up to the values, and each
+        still holds what its own in-edges gave (a reset to the values would not)."""
+
+    @abstractmethod
     def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
         """``into[v] += sum of operand[u] over the in-edges (u -> v) of the pages`` (already
         resident in ``slots``), each edge counted once; a vertex whose in-edges span

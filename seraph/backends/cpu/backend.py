@@ -160,6 +160,10 @@ class CpuBackend(HostPush):
         split_sums_from_values(self.indptr, g.page_last_vertex, g.page_edges, g.num_edges,
                                self.values, self.page_sums)
 
+    def scale_sums(self, factor: float) -> None:
+        self.values *= factor
+        self.page_sums *= factor
+
     def _offering_bits(self, predictor: int, threshold) -> np.ndarray:
         """:func:`~seraph.backends.cpu.pull.offering_floor` for a BFS sweep's floor, kept
         for every later window and round with the same floor (values only go down, so its

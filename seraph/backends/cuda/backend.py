@@ -665,6 +665,11 @@ class CudaBackend(HostPush):
                 num_edges=g.num_edges, hub_chunks=self._hub_chunks, num_chunks=chunks,
                 values=self.values, page_sums=self._page_sums, chunk_sums=self._chunk_sums)
 
+    def scale_sums(self, factor: float) -> None:
+        with self.compute_stream:
+            for sums in (self.values, self._page_sums, self._chunk_sums):
+                sums *= factor
+
     def gather_sum(self, slots, pages, operand, into) -> None:
         """kernels/gather.cu over the window; waits for it, so that its slots may take
         other pages (the copy stream does not wait on the compute stream)."""
