@@ -515,6 +515,17 @@ def test_the_api_runs_over_workers_and_reads_the_result_back(monkeypatch):
     assert job_folders() == before
 
 
+@pytest.mark.parametrize("predictor", ["auto", "none", "weak"])
+def test_pagerank_delta_over_workers_is_refused_in_one_line(store, predictor):
+    """PageRank-delta's rounds sum, which the workers' exchange of minima cannot: refused
+    alike under any predictor (auto's weak predictor, one process's, is not the reason)."""
+    graph = seraph.open_graph(store)
+    says = ("runs on one worker only" if predictor == "weak"
+            else "rounds do not run over several workers")
+    with pytest.raises(ConfigError, match=says):
+        seraph.pagerank(graph, method="delta", device="cpu", workers=2, predictor=predictor)
+
+
 def test_a_worker_killed_during_an_api_call_raises(chain, monkeypatch):
     import threading
 

@@ -94,9 +94,11 @@ class PartRun(Run):
         self._own_round = (0, algorithm.inf)
 
     # -- the steps ------------------------------------------------------------------------
-    def execute(self, frontier) -> None:
+    def execute(self, frontier, max_dense_rounds: int | None = None) -> bool:
         """Runs to convergence from ``frontier``, the vertices whose values start changed
-        (None: every vertex); the workers' frontiers are joined."""
+        (None: every vertex); the workers' frontiers are joined. Only minimising programs
+        run rounds here, and none of them limits its rounds (``max_dense_rounds``: a
+        summing one's, refused), so it returns True, converged."""
         if self.alg.combine != MIN:
             # The exchange takes minima: a program of another combine that runs rounds
             # would be summed wrongly. Every worker raises it here alike.
@@ -124,7 +126,7 @@ class PartRun(Run):
             if sparse:
                 frontier = self._push_step(frontier)
                 if not len(frontier):
-                    return
+                    return True
                 if self.degrees[frontier].sum() >= self.push_limit:
                     self._mark(frontier)  # the dense rounds take what still waits
                     sparse = False
@@ -132,7 +134,7 @@ class PartRun(Run):
                 continue
             step = self._dense_step()
             if not step.changes.count:
-                return  # nothing changed anywhere: no page is active
+                return True  # nothing changed anywhere: no page is active
             if self.push_limit and step.changes.edges(self.degrees) < self.push_limit:
                 frontier, sparse = step.changes.vertices(), True
                 self.stats.switches_to_sparse += 1
@@ -298,6 +300,8 @@ def partitioned_config(config, algorithm):
     the predictor resolved (auto's weak half is one process's)."""
     device = "cuda" if config.devices is not None else "cpu"
     predictor = config.resolved_predictor(algorithm)
+    if predictor in WITH_DIAGRAM and config.predictor == "auto" and config.diagram is None:
+        predictor = "none"  # auto's own choice: the weak predictor is one process's
     if predictor in WITH_DIAGRAM:
         raise ConfigError(f"predictor {predictor!r} runs on one worker only (its re-check "
                           "is one process's): use predictor strong or none with several "
