@@ -10,6 +10,7 @@ input's ids (:func:`input_ids`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
@@ -19,6 +20,7 @@ import warnings
 from dataclasses import fields
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from seraph import interrupts
@@ -117,11 +119,27 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
     values as the algorithm's :class:`~seraph.spec.Output` says. With several workers
     (``config.workers``, ``config.devices``) this process is one of them, and the call is
     collective over its MPI job (:mod:`seraph.distributed.engine`)."""
-    if config.partitioned:
-        from seraph.distributed.engine import execute_partitioned
+    with threads(config.threads):
+        if config.partitioned:
+            from seraph.distributed.engine import execute_partitioned
 
-        return execute_partitioned(graph, algorithm, source, config, run_engine)
-    return run_engine(graph, algorithm, source, config)
+            return execute_partitioned(graph, algorithm, source, config, run_engine)
+        return run_engine(graph, algorithm, source, config)
+
+
+@contextlib.contextmanager
+def threads(count: int | None):
+    """Within: numba's kernels run on ``count`` threads (None: as many as before); the
+    caller's count is restored after."""
+    if count is None:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(count)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def run_engine(graph: Graph, algorithm: Algorithm, source: int | None, config: EngineConfig,
@@ -267,7 +285,8 @@ def public_call(function):
         if count:
             from seraph.distributed.launch import call_in_job
 
-            result = call_in_job(call, args, kwargs, count)  # pickled by its name
+            # pickled by its name
+            result = call_in_job(call, args, kwargs, count, _job_threads(kwargs))
         else:
             result = function(*args, **kwargs)
         compiling = compile_seconds() - compiled_before
@@ -291,6 +310,11 @@ def _workers_to_start(options: dict) -> int:
     if in_job():
         return 0
     return launch.processes(config or make_config(workers=workers, devices=devices))
+
+
+def _job_threads(options: dict) -> int | None:
+    """The threads each worker of a call's job runs on (None: its share of the cores)."""
+    return options.get("threads", getattr(options.get("config"), "threads", None))
 
 
 def run_config(path: str | os.PathLike | None, **overrides) -> EngineConfig:

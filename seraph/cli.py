@@ -308,7 +308,8 @@ def _engine_options(args: argparse.Namespace, device_memory: int | None) -> dict
             "device": args.device, "device_memory": device_memory,
             "push_alpha": args.push_alpha, "push_on": args.push_on,
             "components": args.components, "trace": bool(args.trace) or None,
-            "workers": args.workers, "devices": _parse_gpus(args.gpus)}
+            "workers": args.workers, "devices": _parse_gpus(args.gpus),
+            "threads": args.threads}
 
 
 def _parse_gpus(text: str | None):
@@ -358,7 +359,7 @@ def _run_on_workers(args: argparse.Namespace, graph, config, sources: list) -> i
     for source in sources:
         if source is not None:
             graph.vertex_index(source)
-    return launch.run_command(args.argv, count)
+    return launch.run_command(args.argv, count, config.threads)
 
 
 def _parse_sources(text: str) -> list[int]:
@@ -836,6 +837,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="split the graph's pages among GPUs, one worker process each: ids "
                         "(0,1), a count (2: the first two) or all; --gpu-memory is each "
                         "GPU's (default: one GPU)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads for the run's kernels, at most NUMBA_NUM_THREADS (with "
+                        "--workers: each worker's) (default: every core numba has)")
     p.add_argument("--schedule", default=None, choices=SCHEDULES,
                    help=f"how rounds are cut into windows (default: {engine.schedule})")
     p.add_argument("--predictor", default=None, choices=PREDICTORS,

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from seraph import interrupts, progress
@@ -63,6 +64,9 @@ class EngineConfig:
     #: ones) or "all". None: this process alone.
     workers: int | None = None
     devices: tuple[int, ...] | int | str | None = None
+    #: The CPU threads the call's kernels run on (numba's ``set_num_threads``), at most the
+    #: thread pool's size (``NUMBA_NUM_THREADS``); None: the pool's. A worker's own pool.
+    threads: int | None = None
     extra: dict = field(default_factory=dict)
 
     @property
@@ -96,10 +100,25 @@ class EngineConfig:
         if self.diagram is not None:
             load_diagram(self.diagram)  # a bad diagram fails now, whichever predictor runs
         self._check_workers()
+        self._check_threads()
         if self.diagram is not None and self.predictor in ("strong", "none"):
             raise ConfigError(f"a diagram describes the weak predictor's states, and predictor "
                               f"{self.predictor!r} does not use one: drop the diagram or use "
                               "predictor weak or combined (or auto)")
+
+    def _check_threads(self) -> None:
+        """Refuses a thread count that is not a whole number from 1 to the pool's size; a
+        worker's pool is made for it (:func:`seraph.distributed.launch.environment`)."""
+        if self.threads is None:
+            return
+        whole = isinstance(self.threads, int | np.integer) and not isinstance(self.threads, bool)
+        if not (whole and self.threads >= 1):
+            raise ConfigError(f"threads must be a whole number of at least 1, got "
+                              f"{self.threads!r}")
+        pool = numba.config.NUMBA_NUM_THREADS
+        if not self.partitioned and self.threads > pool:
+            raise ConfigError(f"threads={self.threads} but numba's thread pool has {pool}: "
+                              "set NUMBA_NUM_THREADS before the process starts")
 
     def _check_workers(self) -> None:
         """Refuses workers or devices named wrongly, or with a device they cannot use."""

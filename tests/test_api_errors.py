@@ -107,6 +107,10 @@ def test_a_budget_can_be_written_with_units(directed, device):
     ("push_alpha", float("inf"), "push_alpha must be a finite number >= 0, got inf"),
     ("push_on", "gpu", "unknown push_on"),
     ("max_reentries", 0, "at least 1"),
+    ("threads", 0, "threads must be a whole number of at least 1, got 0"),
+    ("threads", 1.5, "threads must be a whole number of at least 1, got 1.5"),
+    ("threads", True, "threads must be a whole number of at least 1, got True"),
+    ("threads", 10**6, "threads=1000000 but numba's thread pool has .*NUMBA_NUM_THREADS"),
     ("warp_speed", 9, "unknown engine option"),
 ])
 def test_unknown_or_invalid_options_are_config_errors(directed, option, value, match,
@@ -160,3 +164,29 @@ def test_a_diagram_selects_the_weak_predictor(directed, device):
 def test_a_diagram_with_a_predictor_that_ignores_it_is_refused(directed, device, predictor):
     with pytest.raises(ConfigError, match="a diagram describes the weak predictor"):
         seraph.bfs(directed, 0, device=device, diagram="seraph", predictor=predictor)
+
+
+@pytest.mark.parametrize("which", ["one", "the pool's"])
+def test_threads_run_the_call_on_that_many_and_leave_the_callers_count(directed, which,
+                                                                       monkeypatch):
+    """``threads=N``: the engine runs with numba's N threads (as the caller would set them
+    with ``numba.set_num_threads``), the answer is the same, and the caller's count is
+    back after the call."""
+    import numba
+
+    import seraph.api
+
+    count = 1 if which == "one" else numba.config.NUMBA_NUM_THREADS
+    seen = []
+    run_engine = seraph.api.run_engine
+
+    def spy(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return run_engine(*args, **kwargs)
+
+    monkeypatch.setattr(seraph.api, "run_engine", spy)
+    before = numba.get_num_threads()
+    got = seraph.bfs(directed, 0, device="cpu", threads=count)
+    assert seen == [count]
+    np.testing.assert_array_equal(got.levels, seraph.bfs(directed, 0, device="cpu").levels)
+    assert numba.get_num_threads() == before

@@ -542,3 +542,12 @@ def test_the_live_line_follows_a_push_phase_as_it_goes(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert re.fullmatch(r"\r\033\[Kround 10 push  frontier 2  pages moved 0  [\d.]+ s"
                         r"\r\033\[Kunion-find  pages moved 0  [\d.]+ s\r\033\[K", err), err
+
+
+def test_threads_run_the_command_and_a_bad_count_is_one_line(rmat_store, capsys):
+    assert main(["run", "bfs", str(rmat_store), "--source", "1", "--device", "cpu",
+                 "--threads", "1", "--validate"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "  validation: ok"
+    assert main(["run", "bfs", str(rmat_store), "--source", "1", "--threads", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["seraph: error: threads must be a whole number of at least 1, got 0"], err

@@ -652,3 +652,16 @@ def test_the_launchers_own_report_is_dropped_and_the_workers_line_kept():
                               "SIGKILL\n\nlast\n")
     assert ending.launcher == "Killed (signal 9)"
     assert ending.worker_line.startswith("seraph: error: worker 1 of 2")
+
+
+def test_threads_set_each_workers_pool_and_run(store, monkeypatch):
+    """``--threads N`` with workers: each worker's pool is N threads (numba's
+    NUMBA_NUM_THREADS, set by the launcher), and the run answers as one process does."""
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    assert launch.environment(2, 3)["NUMBA_NUM_THREADS"] == "3"
+    assert launch.environment(2)["NUMBA_NUM_THREADS"] == str(
+        max(1, len(os.sched_getaffinity(0)) // 2))
+    done = seraph_run("sssp", str(store), "--source", "5", "--device", "cpu", "--workers", "2",
+                      "--threads", "1", "--validate")
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "  validation: ok", \
+        done.stderr

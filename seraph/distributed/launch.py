@@ -87,11 +87,14 @@ def command(count: int, argv: list[str]) -> list[str]:
     return [launcher, "-n", str(count), sys.executable, *guard, *argv]
 
 
-def environment(count: int) -> dict[str, str]:
-    """The job's environment: this one, with numba's threads shared out among the
+def environment(count: int, threads: int | None = None) -> dict[str, str]:
+    """The job's environment: this one, with numba's thread pool of each worker as large
+    as ``threads`` where the run asks for that many, else the cores shared out among the
     ``count`` workers unless the caller chose a number."""
     env = dict(os.environ)
-    if "NUMBA_NUM_THREADS" not in env:
+    if threads is not None:
+        env["NUMBA_NUM_THREADS"] = str(threads)
+    elif "NUMBA_NUM_THREADS" not in env:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
             os.cpu_count() or 1
         env["NUMBA_NUM_THREADS"] = str(max(1, cores // count))
@@ -119,14 +122,15 @@ class Ending:
                "every worker"
 
 
-def run_job(count: int, argv: list[str]) -> Ending:
-    """Runs ``python argv`` over ``count`` workers to its end, its output passing through;
+def run_job(count: int, argv: list[str], threads: int | None = None) -> Ending:
+    """Runs ``python argv`` over ``count`` workers (each with ``threads`` threads: see
+    :func:`environment`) to its end, its output passing through;
     a signal that stops this process (KeyboardInterrupt, or another BaseException its
     handler raises) is passed on to the job, which gets :data:`STOP_SECONDS` to end."""
     ending = Ending(0)
     # A session of its own: a terminal's Ctrl-C reaches this process, which passes it on.
     # No input: mpiexec would pass this process's input on to the first worker.
-    job = subprocess.Popen(command(count, argv), env=environment(count),
+    job = subprocess.Popen(command(count, argv), env=environment(count, threads),
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, start_new_session=True)
     pumps = [threading.Thread(target=_pump, args=(job.stdout, sys.stdout, ending), daemon=True),
@@ -192,11 +196,11 @@ def _pump(source, target, ending: Ending) -> None:
 
 
 # -- the command line ----------------------------------------------------------------------
-def run_command(argv: list[str], count: int) -> int:
-    """``seraph ARGV`` over ``count`` workers; its exit status: the job's when it ended by
-    itself (0, or 2 for an error every worker met, which the first one printed), else 1
-    after one line on what ended it."""
-    ending = run_job(count, ["-m", "seraph", *argv])
+def run_command(argv: list[str], count: int, threads: int | None = None) -> int:
+    """``seraph ARGV`` over ``count`` workers of ``threads`` threads each; its exit status:
+    the job's when it ended by itself (0, or 2 for an error every worker met, which the
+    first one printed), else 1 after one line on what ended it."""
+    ending = run_job(count, ["-m", "seraph", *argv], threads)
     if ending.status in (0, 2) and ending.worker_line is None:
         return ending.status
     if ending.worker_line is None:
@@ -205,15 +209,16 @@ def run_command(argv: list[str], count: int) -> int:
 
 
 # -- the API ---------------------------------------------------------------------------------
-def call_in_job(function, args: tuple, kwargs: dict, count: int):
-    """``function(*args, **kwargs)`` over ``count`` workers; its result, or the error every
-    worker met, or :class:`WorkerError` for a worker's failure."""
+def call_in_job(function, args: tuple, kwargs: dict, count: int, threads: int | None = None):
+    """``function(*args, **kwargs)`` over ``count`` workers of ``threads`` threads each; its
+    result, or the error every worker met, or :class:`WorkerError` for a worker's
+    failure."""
     with tempfile.TemporaryDirectory(prefix="seraph-job-") as folder:
         folder = Path(folder)
         args, kwargs = _shared_graph(args, kwargs, folder)
         with open(folder / "call.pickle", "wb") as f:
             pickle.dump((function, args, kwargs), f)
-        ending = run_job(count, ["-m", "seraph.distributed.job", str(folder)])
+        ending = run_job(count, ["-m", "seraph.distributed.job", str(folder)], threads)
         for name in ("result", "error"):
             path = folder / f"{name}.pickle"
             if ending.status in (0, 2) and ending.worker_line is None and path.exists():
