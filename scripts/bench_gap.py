@@ -3,7 +3,8 @@ sources, the two alternated source by source so that both see the same load.
 
     python scripts/bench_gap.py --gap-dir DIR [--kinds rmat uniform] [--scale 20]
         [--algorithms bfs cc sssp pagerank] [--tolerance 1e-4] [--sources 8] [--repeat 2]
-        [--workdir DIR] [--json-out FILE] [--md-out FILE]
+        [--threads 1 2 4 8 16] [--plot FILE] [--workdir DIR] [--json-out FILE]
+        [--md-out FILE]
 
 GAP (github.com/sbeamer/gapbs) is not part of Seraph: build it in ``--gap-dir`` first
 (``make bfs cc sssp pr converter``). Each graph is ``benchlib.generated(kind, scale,
@@ -22,9 +23,10 @@ the tolerance and each is checked on its own terms.
 Each source runs ``--repeat`` times, GAP then Seraph in turn, and each system's fastest
 is kept: GAP's "Trial Time" (one process a source, ``-n 1``, the graph loaded before the
 trial; SSSP with ``-d 2``, the delta of GAP's own benchmark for kron and urand), Seraph's
-public call (``stats.call_time``) after a first call reported apart. GAP runs on as many
-OpenMP threads as numba has. Every Seraph answer is checked by its verifier (outside the
-timed call), GAP's first answer by its own ``-v``.
+public call (``stats.call_time``) after a first call reported apart. Both run on each
+``--threads`` count in turn (Seraph's ``threads=``, GAP's ``OMP_NUM_THREADS``), by default
+on as many as numba's pool has; ``--plot`` draws the scaling curve. Every Seraph answer
+is checked by its verifier (outside the timed call), GAP's first answer by its own ``-v``.
 """
 
 from __future__ import annotations
@@ -89,45 +91,72 @@ def cells_of(kind: str, args) -> list[dict]:
     graph = benchlib.generated(kind, args.scale, gap_weights())
     name = f"{'kron' if kind == 'rmat' else 'uniform'}-{args.scale}"
     files = gap_files(graph, name, Path(args.gap_dir), Path(args.work))
-    threads = numba.config.NUMBA_NUM_THREADS
     picked = random_sources(graph, args.sources, 0)
     cells = []
     for alg in args.algorithms:
         sources = picked if get(alg).needs_source else [None] * args.sources
         options = {"tolerance": args.tolerance} if alg == "pagerank" else {}
-        checks = benchlib.Checks()
         first = seraph.run(graph, alg, sources[0], device="cpu", **options)
-        checks.call(graph, alg, sources[0], first, None, **options)
-        _, gap_ok = gap_call(Path(args.gap_dir), files, alg, sources[0], threads,
-                             args.tolerance, True)
-        gap_times, seraph_times = [], []
-        for source in sources:
-            gap, ours = [], []
-            for _ in range(args.repeat):
-                gap.append(gap_call(Path(args.gap_dir), files, alg, source, threads,
-                                    args.tolerance)[0])
-                result = seraph.run(graph, alg, source, device="cpu", **options)
-                checks.call(graph, alg, source, result, None, **options)  # not timed
-                ours.append(result.stats.call_time)
-            gap_times.append(min(gap))
-            seraph_times.append(min(ours))
-        checked = checks.to_dict(1 + len(sources) * args.repeat)
-        if not gap_ok:
-            checked["ok"] = False
-            checked["problems"].append(f"{name} {alg}: GAP's own -v failed")
-        cells.append({"graph": name, "vertices": graph.num_vertices,
-                      "stored_edges": graph.num_edges, "algorithm": alg,
-                      "sources": [int(s) for s in sources if s is not None],
-                      "seraph_first_call": first.stats.call_time,
-                      "seraph": seraph_times, "gap": gap_times,
-                      "seraph_median": statistics.median(seraph_times),
-                      "gap_median": statistics.median(gap_times),
-                      "gap_verified": bool(gap_ok), "checks": checked})
+        for threads in args.threads or [numba.config.NUMBA_NUM_THREADS]:
+            checks = benchlib.Checks()
+            checks.call(graph, alg, sources[0], first, None, **options)
+            _, gap_ok = gap_call(Path(args.gap_dir), files, alg, sources[0], threads,
+                                 args.tolerance, True)
+            gap_times, seraph_times = [], []
+            for source in sources:
+                gap, ours = [], []
+                for _ in range(args.repeat):
+                    gap.append(gap_call(Path(args.gap_dir), files, alg, source, threads,
+                                        args.tolerance)[0])
+                    result = seraph.run(graph, alg, source, device="cpu", threads=threads,
+                                        **options)
+                    checks.call(graph, alg, source, result, None, **options)  # not timed
+                    ours.append(result.stats.call_time)
+                gap_times.append(min(gap))
+                seraph_times.append(min(ours))
+            checked = checks.to_dict(1 + len(sources) * args.repeat)
+            if not gap_ok:
+                checked["ok"] = False
+                checked["problems"].append(f"{name} {alg}: GAP's own -v failed")
+            cells.append({"graph": name, "vertices": graph.num_vertices,
+                          "stored_edges": graph.num_edges, "algorithm": alg,
+                          "threads": threads,
+                          "sources": [int(s) for s in sources if s is not None],
+                          "seraph_first_call": first.stats.call_time,
+                          "seraph": seraph_times, "gap": gap_times,
+                          "seraph_median": statistics.median(seraph_times),
+                          "gap_median": statistics.median(gap_times),
+                          "gap_verified": bool(gap_ok), "checks": checked})
     return cells
 
 
+def plot_scaling(cells: list[dict], path: str) -> None:
+    """Each graph and algorithm's median against the threads, Seraph's and GAP's, on log
+    axes (the scaling curve of issue 35)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = sorted({(c["graph"], c["algorithm"]) for c in cells})
+    fig, axes = plt.subplots(1, len(series), figsize=(4 * len(series), 3.5), squeeze=False)
+    for ax, (graph, alg) in zip(axes[0], series, strict=True):
+        mine = sorted((c for c in cells if (c["graph"], c["algorithm"]) == (graph, alg)),
+                      key=lambda c: c["threads"])
+        threads = [c["threads"] for c in mine]
+        for key, label in (("seraph_median", "Seraph"), ("gap_median", "GAP")):
+            ax.plot(threads, [c[key] for c in mine], marker="o", label=label)
+        ax.set(xscale="log", yscale="log", xlabel="threads", ylabel="median seconds",
+               title=f"{alg.upper()} on {graph}")
+        ax.set_xticks(threads, [str(t) for t in threads])
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def report(cells: list[dict], info: dict, command: str) -> str:
-    rows = [[c["graph"], c["algorithm"].upper(),
+    rows = [[c["graph"], c["algorithm"].upper(), str(c["threads"]),
              f"{benchlib.seconds(c['seraph_median'])} / {benchlib.seconds(max(c['seraph']))}",
              f"{benchlib.seconds(c['gap_median'])} / {benchlib.seconds(max(c['gap']))}",
              benchlib.ratio(c["seraph_median"], c["gap_median"]),
@@ -141,8 +170,9 @@ def report(cells: list[dict], info: dict, command: str) -> str:
         "the two alternated source by source. *ratio*: Seraph's median over GAP's. "
         "*first call*: Seraph's first call, not in the median. *answers*: every Seraph "
         "answer by its verifier, outside the timed call; GAP's first by its own `-v`.", "",
-        benchlib.markdown_table(["graph", "alg", "Seraph", "GAP", "ratio", "first call",
-                                 "answers"], rows, [False] * 2 + [True] * 4 + [False]), ""])
+        benchlib.markdown_table(["graph", "alg", "threads", "Seraph", "GAP", "ratio",
+                                 "first call", "answers"], rows,
+                                [False] * 2 + [True] * 5 + [False]), ""])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=int, default=20)
     p.add_argument("--sources", type=int, default=8)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--threads", nargs="+", type=int, default=None,
+                   help="thread counts to run both systems on, each in turn (Seraph's "
+                        "threads=, GAP's OMP_NUM_THREADS); at most numba's pool "
+                        "(NUMBA_NUM_THREADS) (default: the pool's size)")
+    p.add_argument("--plot", default=None,
+                   help="draw each graph and algorithm's median against the threads here")
     p.add_argument("--workdir", default=None, help="where GAP's graph files go (kept)")
     p.add_argument("--json-out", default=None)
     p.add_argument("--md-out", default=None,
@@ -166,13 +202,24 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         p.error(f"--gap-dir {args.gap_dir} lacks GAP's {', '.join(missing)}: build them there "
                 f"with `make {' '.join(needed)}`")
+    import numba
+
+    pool = numba.config.NUMBA_NUM_THREADS
+    if args.threads and not all(1 <= t <= pool for t in args.threads):
+        p.error(f"--threads must each be from 1 to numba's pool of {pool} (NUMBA_NUM_THREADS)")
     md_out = benchlib.DOCS / "cpu-vs-gap.md" if args.md_out is None else (args.md_out or None)
+    cells: list[dict] = []
+
+    def run() -> list[dict]:
+        cells.extend(cell for kind in args.kinds for cell in cells_of(kind, args))
+        return cells
+
     with benchlib.workdir(args.workdir) as work:
         args.work = str(work)
-        return benchlib.run_cells(
-            "bench_gap.py", args, argv,
-            lambda: [cell for kind in args.kinds for cell in cells_of(kind, args)], report,
-            md_out)
+        status = benchlib.run_cells("bench_gap.py", args, argv, run, report, md_out)
+    if args.plot:
+        plot_scaling(cells, args.plot)
+    return status
 
 
 if __name__ == "__main__":

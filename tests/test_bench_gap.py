@@ -70,6 +70,44 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
     assert "| kron-6 | SSSP |" in capsys.readouterr().out
 
 
+def test_each_thread_count_runs_both_systems_and_the_scaling_is_drawn(tmp_path, monkeypatch):
+    """``--threads 1 2``: each cell once per count, GAP's OMP_NUM_THREADS and Seraph's
+    ``threads=`` the cell's, and ``--plot`` writes the curve."""
+    import seraph
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a pool of two threads")
+    log = tmp_path / "calls.log"
+    gap = fake_gap(tmp_path / "gap", log)
+    asked = []
+    run = seraph.run
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("threads"))
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(seraph, "run", spy)
+    out_json, plot = tmp_path / "g.json", tmp_path / "scaling.png"
+    assert bench_gap.main(["--gap-dir", str(gap), "--kinds", "uniform", "--scale", "6",
+                           "--algorithms", "bfs", "--sources", "2", "--repeat", "1",
+                           "--threads", "1", "2", "--workdir", str(tmp_path / "work"),
+                           "--json-out", str(out_json), "--md-out", "", "--plot",
+                           str(plot)]) == 0
+    cells = json.loads(out_json.read_text())["cells"]
+    assert [c["threads"] for c in cells] == [1, 2]
+    assert [line.split()[1] for line in log.read_text().splitlines()] == ["1"] * 3 + ["2"] * 3
+    assert asked == [None, 1, 1, 2, 2]  # the first call (compiling), then each count's
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_more_threads_than_the_pool_are_refused(tmp_path, capsys):
+    gap = fake_gap(tmp_path / "gap", tmp_path / "calls.log")
+    with pytest.raises(SystemExit) as stop:
+        bench_gap.main(["--gap-dir", str(gap), "--threads",
+                        str(numba.config.NUMBA_NUM_THREADS + 1)])
+    assert stop.value.code == 2 and "NUMBA_NUM_THREADS" in capsys.readouterr().err
+
+
 def test_a_missing_gap_is_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         bench_gap.main(["--gap-dir", str(tmp_path)])
