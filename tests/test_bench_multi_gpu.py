@@ -25,14 +25,14 @@ def one_thread(monkeypatch):
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # CI's two cores shared out
 
 
-def test_one_two_and_three_workers_and_the_throughput_rows(tmp_path, capsys):
+def test_one_and_three_workers_and_the_throughput_rows(tmp_path, capsys):
     out = tmp_path / "m.json"
-    rc = bench_multi_gpu.main([*TINY, "--workers", "1,2,3", "--throughput-sources", "3",
+    rc = bench_multi_gpu.main([*TINY, "--workers", "1,3", "--throughput-sources", "3",
                                "--workdir", str(tmp_path / "stores"), "--json-out", str(out)])
     assert rc == 0
     data = json.loads(out.read_text())
     assert data["graph"]["name"] == "RMAT-9 ef16" and data["graph"]["num_pages"] > 3
-    assert [job["workers"] for job in data["jobs"]] == [1, 2, 3]
+    assert [job["workers"] for job in data["jobs"]] == [1, 3]
     assert len(data["sources"]) == 2 and data["failed"] == [] and data["skipped"] == []
     for job in data["jobs"]:
         assert job["status"] == 0 and not job["stopped"]
@@ -61,7 +61,7 @@ def test_one_two_and_three_workers_and_the_throughput_rows(tmp_path, capsys):
         assert [r.get("worker") for r in row["runs"]] == \
             ([None] * 3 if row["workers"] == 1 else [0, 1, 2])
     printed = capsys.readouterr().out
-    assert "| sssp | 3 |" in printed and "| cc | 2 |" in printed
+    assert "| sssp | 3 |" in printed and "| cc | 3 |" in printed
     assert "checked 3 of 3" in printed and "`seraph run ALG --random-sources K" in printed
     # The store stays under --workdir and is reused.
     assert (tmp_path / "stores" / "rmat9-ef16-s1-p256.zarr").is_dir()
