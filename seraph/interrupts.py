@@ -11,6 +11,9 @@ The flag is set from a thread of our own: within :func:`stoppable`, CPython's C-
 handler writes each signal's number to a socket (``signal.set_wakeup_fd``) as the signal
 comes, whatever the main thread is doing, and the thread reading it sets the flag. It can
 do that while a kernel runs because the long kernels release the GIL (``nogil=True``).
+The thread and its socket are made once a process: a call pays only a byte's round trip
+to the thread at its end, so that every signal of the call is read before the flag is
+cleared.
 
 The handler itself must not raise where a kernel's wrapper calls back into Python
 (numba.core.serialize._numba_unpickle, while it boxes the kernel's results): the wrapper
@@ -41,6 +44,16 @@ STOPPING = (signal.SIGINT, signal.SIGTERM)
 _depth = 0  # stoppable blocks entered in the main thread and not left
 #: (handler, signal) of the signals held where a kernel's wrapper called back into Python.
 _held: list[tuple[Callable, int]] = []
+#: What the watcher thread reads the signals' numbers from, and the socket they are written
+#: to (made by the first stoppable call: :func:`_watcher`).
+_wakeup: tuple[socket.socket, socket.socket] | None = None
+#: The wakeup fd that was there before the current stoppable call (-1: none, or no call):
+#: the watcher passes every number on to it.
+_forward = -1
+#: Set by the watcher once it has read :data:`_READ_UP`, written after the last signal of a
+#: call could come.
+_caught_up = threading.Event()
+_READ_UP = 0  # no signal has the number 0
 
 
 def stopping() -> bool:
@@ -70,16 +83,13 @@ def stoppable() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or _depth:
         yield
         return
+    global _forward
     handlers = {signum: signal.getsignal(signum) for signum in STOPPING}
     for signum, handler in handlers.items():
         if callable(handler):
             signal.signal(signum, holding_in_compiled_code(handler))
-    reader, writer = socket.socketpair()
-    writer.setblocking(False)
-    previous = signal.set_wakeup_fd(writer.fileno())
-    watcher = threading.Thread(target=_watch, args=(reader, previous), daemon=True,
-                               name="seraph-interrupts")
-    watcher.start()
+    writer = _watcher()
+    _forward = signal.set_wakeup_fd(writer.fileno())
     _depth += 1
     try:
         yield
@@ -89,13 +99,27 @@ def stoppable() -> Iterator[None]:
         for signum, handler in handlers.items():
             if callable(handler):
                 signal.signal(signum, handler)
-        signal.set_wakeup_fd(previous)
-        writer.shutdown(socket.SHUT_WR)  # the watcher reads what is left, then the end
-        watcher.join()
-        reader.close()
-        writer.close()
+        signal.set_wakeup_fd(_forward)
+        # The watcher reads what is left of this call's signals, then the marker.
+        _caught_up.clear()
+        writer.send(bytes([_READ_UP]))
+        _caught_up.wait()
+        _forward = -1
         STOP[0] = 0
         _held.clear()
+
+
+def _watcher() -> socket.socket:
+    """The socket the signals' numbers go to, its reading thread started on first use (a
+    forked child, which has no such thread, starts its own)."""
+    global _wakeup
+    if _wakeup is None:
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        threading.Thread(target=_watch, args=(reader,), daemon=True,
+                         name="seraph-interrupts").start()
+        _wakeup = reader, writer
+    return _wakeup[1]
 
 
 def holding_in_compiled_code(handler: Callable) -> Callable:
@@ -129,13 +153,25 @@ def send_again(signum: int) -> None:
                     (threading.main_thread().ident, signum)).start()
 
 
-def _watch(reader: socket.socket, previous: int) -> None:
-    """Sets :data:`STOP` on each stopping signal's number read, and passes every number on
-    to the wakeup fd that was there before (an event loop's, say)."""
+def _watch(reader: socket.socket) -> None:
+    """Sets :data:`STOP` on each stopping signal's number read, passes every number on to
+    the wakeup fd that was there before the call (an event loop's, say), and says when it
+    has read a call's last (:data:`_READ_UP`)."""
     while data := reader.recv(64):
-        for signum in data:
+        signals = bytes(b for b in data if b != _READ_UP)
+        for signum in signals:
             if signum in STOPPING:
                 STOP[0] = signum
-        if previous >= 0:
+        if signals and _forward >= 0:
             with contextlib.suppress(OSError):
-                os.write(previous, data)
+                os.write(_forward, signals)
+        if len(signals) < len(data):
+            _caught_up.set()
+
+
+def _forget_watcher() -> None:
+    global _wakeup
+    _wakeup = None
+
+
+os.register_at_fork(after_in_child=_forget_watcher)

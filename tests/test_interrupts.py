@@ -22,6 +22,7 @@ import queue
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -650,3 +651,65 @@ def test_a_bottom_up_round_pulls_nothing_once_stopped(stop_flag):
     lowered, _minimum, _edges = pull_round(csc_indptr, indices - 1, None, values, vertices,
                                            HOP, infinity(HOP), 0)
     assert len(lowered) == 0 and values[1] == infinity(HOP)
+
+
+# -- the watcher thread ----------------------------------------------------------------------
+def watchers() -> int:
+    return sum(t.name == "seraph-interrupts" for t in threading.enumerate())
+
+
+def test_one_watcher_serves_every_call_and_each_ends_caught_up():
+    """The watcher is made once a process; a signal of one call stops that call, and the
+    next starts with the flag clear."""
+    from seraph import interrupts
+
+    for _ in range(3):
+        with interrupts.stoppable():
+            pass
+    assert watchers() == 1
+    with pytest.raises(KeyboardInterrupt), interrupts.stoppable():
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        deadline = time.monotonic() + 5
+        while not interrupts.stopping() and time.monotonic() < deadline:
+            time.sleep(0.001)  # the watcher sets the flag, from its thread
+        interrupts.check()
+    assert not interrupts.stopping() and watchers() == 1
+    with interrupts.stoppable():
+        assert not interrupts.stopping()
+
+
+def test_a_forked_child_makes_its_own_watcher():
+    """A child forked after a call has the socket's copy but not the thread: its calls make
+    their own instead of waiting on one that is not there."""
+    from seraph import interrupts
+
+    with interrupts.stoppable():
+        pass
+    pid = os.fork()
+    if pid == 0:  # the child: a call that would hang without a watcher
+        signal.alarm(10)
+        with interrupts.stoppable():
+            pass
+        os._exit(0 if watchers() == 1 else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_signals_of_a_call_reach_the_wakeup_fd_that_was_there_before():
+    """An event loop's wakeup fd, set before the call, still gets the call's signals."""
+    from seraph import interrupts
+
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno())
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupts.stoppable():
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            interrupts.check()
+        assert signal.set_wakeup_fd(writer.fileno()) == writer.fileno()  # restored
+        reader.settimeout(5)
+        assert reader.recv(8) == bytes([signal.SIGINT])
+    finally:
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
