@@ -148,14 +148,15 @@ def generated(kind: str, scale: int, weights: tuple[float, float] | None = None,
 
 
 def shuffled_grid(side: int, weights: tuple[float, float] | None = None,
-                  page_edges: int | None = None, order: str = "input"):
-    """A ``side x side`` grid with :data:`REMOVE_FRACTION` of its edges removed and its
-    ids permuted by a fixed permutation, as real road networks' are (``order``: the
-    graph's vertex order, see partitioner.order)."""
+                  page_edges: int | None = None, order: str = "input",
+                  remove_fraction: float = REMOVE_FRACTION):
+    """A ``side x side`` grid with ``remove_fraction`` of its edges removed and its ids
+    permuted by a fixed permutation, as real road networks' are (``order``: the graph's
+    vertex order, see partitioner.order)."""
     from partitioner import generators
     from seraph import Graph
 
-    source = generators.grid(side, side, remove_fraction=REMOVE_FRACTION, seed=1,
+    source = generators.grid(side, side, remove_fraction=remove_fraction, seed=1,
                              weights=weights)
     chunks = list(source.chunks())
     src = np.concatenate([c.src for c in chunks])
