@@ -229,6 +229,7 @@ class Record:
         self.walls: list[float] = []
         self.rounds: list[int] = []
         self.errors: list[float] = []
+        self.peaks: list[int] = []  # Seraph's device peaks
         self.calls = self.checked = 0
         self.problems: list[str] = []
         self.failed: list[str] = []
@@ -242,6 +243,7 @@ class Record:
                 "l1_errors": self.errors,
                 "l1_median": statistics.median(self.errors) if self.errors else None,
                 "l1_max": max(self.errors) if self.errors else None,
+                "peak_max": max(self.peaks) if self.peaks else None,
                 "calls": self.calls, "checked": self.checked, "problems": self.problems,
                 "failed": self.failed, "ok": not self.problems and not self.failed}
 
@@ -289,6 +291,8 @@ def seraph_call(graph, alg: str, source, budget: int, args, record: Record, refe
         if verdict:
             record.problems.append(f"{where}: {verdict}")
     peak = stats.peak_device_memory or None
+    if peak is not None:
+        record.peaks.append(peak)
     if peak is not None and peak > budget:
         record.problems.append(f"{where}: device peak {benchlib.size(peak)} over the budget "
                                f"{benchlib.size(budget)}")
@@ -467,6 +471,8 @@ def answers(cell: dict) -> str:
                 what += f", {len(s['problems'])} WRONG"
         if s["failed"]:
             what += f", {len(s['failed'])} FAILED"
+        if s["peak_max"] is not None:
+            what += f", peak {benchlib.size(s['peak_max'])} / {benchlib.size(cell['budget'])}"
         parts.append(f"{NAMES[system]}: {what}")
     return "; ".join(parts)
 

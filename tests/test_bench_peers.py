@@ -308,3 +308,11 @@ def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):
         bench_peers.main(["--device", "cpu", *argv])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_answers_column_puts_seraphs_device_peak_beside_the_budget():
+    record = bench_peers.Record()
+    record.peaks += [1 << 20, 3 << 19]
+    cell = {"algorithm": "bfs", "budget": 2 << 20, "systems": {"seraph": record.summary()}}
+    assert bench_peers.answers(cell).endswith(
+        f"peak {bench_peers.benchlib.size(3 << 19)} / {bench_peers.benchlib.size(2 << 20)}")
