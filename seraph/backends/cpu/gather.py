@@ -21,6 +21,7 @@ from seraph.backends.cpu.pull import (
     SERIAL_EDGES,
     SKIPPED_WEAK,
     SUCCEEDED,
+    page_span,
 )
 from seraph.kernels import PARALLEL, kernel
 from seraph.predictors import WEAK, weak_record, weak_skip
@@ -62,11 +63,8 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
     for k in range(len(pages)):
         if atomic_load(halt, 0):
             break
-        p = pages[k]
-        base = p * page_edges
-        length = min(page_edges, num_edges - base)
-        v_first = first_vertex[p]
-        count = last_vertex[p] + 1 - v_first
+        base, length, v_first, count = page_span(pages[k], page_edges, num_edges,
+                                                 first_vertex, last_vertex)
         if not PARALLEL or length < SERIAL_EDGES:
             _sum_range(v_first, v_first + count, base, length, indptr, indices, offsets[k],
                        operand, into)
@@ -146,10 +144,8 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
         if atomic_load(halt, 0):
             break
         p = pages[k]
-        base = p * page_edges
-        length = min(page_edges, num_edges - base)
-        v_first = first_vertex[p]
-        count = last_vertex[p] + 1 - v_first
+        base, length, v_first, count = page_span(p, page_edges, num_edges, first_vertex,
+                                                 last_vertex)
         if not PARALLEL or length < SERIAL_EDGES:
             _recompute_range(v_first, v_first + count, p, base, length, indptr, indices,
                              offsets[k], operand, values, scale, page_sums, factor, eps,

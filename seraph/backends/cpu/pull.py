@@ -148,6 +148,15 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
     minimum[chunk] = best_written
 
 
+@njit(cache=True, nogil=True, inline="always")
+def page_span(p, page_edges, num_edges, first_vertex, last_vertex):
+    """Page ``p``'s first edge and its edge count, and its first destination vertex and
+    how many it has (the first and last may be split with the pages beside it)."""
+    base = p * page_edges
+    v_first = first_vertex[p]
+    return base, min(page_edges, num_edges - base), v_first, last_vertex[p] + 1 - v_first
+
+
 @kernel(cache=True, nogil=True)
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                 indices, weights, values, op, by_weight, levels, inf, predictor, threshold,
@@ -167,11 +176,8 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     for k in range(len(pages)):
         if atomic_load(halt, 0):
             break
-        p = pages[k]
-        base = p * page_edges
-        length = min(page_edges, num_edges - base)
-        v_first = first_vertex[p]
-        count = last_vertex[p] + 1 - v_first
+        base, length, v_first, count = page_span(pages[k], page_edges, num_edges,
+                                                 first_vertex, last_vertex)
         if not PARALLEL or length < SERIAL_EDGES:
             _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
                         offsets[k], values, op, by_weight, inf, predictor, threshold,
