@@ -217,6 +217,7 @@ def job_cell(comm, graph, alg: str, sources: list, budget_: int, params: dict,
         if not go:
             cell["stopped"] = f"the total limit, after {max(0, i - 1)} of {len(sources)}"
             break
+        comm.barrier()  # the last call's checker is not waited for inside this call
         start = time.time()
         try:
             result = seraph.run(graph, alg, get(alg).source_for(source),
@@ -501,10 +502,11 @@ def report(results: dict, info: dict, command: str, args) -> str:
               f"room) plus {args.budget_fraction:g} of the algorithm's page bytes split "
               f"over them. Seconds of `stats.call_time` over {args.sources} random sources "
               f"(CC and PageRank, which take none: {args.unsourced_runs} run(s)); "
-              "*speedup*: the median on one over this median; *bytes*: each one's median "
-              "bytes copied to its device; *peaks of budget*: each one's largest peak, "
-              "beside its budget; *exchange*: the median share of the engine's time in the "
-              "exchange.", ""]
+              "*speedup*: the median on one over this median; *pages copied*: each one's "
+              "median bytes of pages copied to its device (the edges read in place, by "
+              "pushes and bottom-up pulls, are not counted); *peaks of budget*: each one's "
+              "largest peak, beside its budget; *exchange*: the median share of the "
+              "engine's time in the exchange.", ""]
     rows, single = [], {}
     for done in results["jobs"]:
         for cell in done["cells"]:
@@ -514,7 +516,7 @@ def report(results: dict, info: dict, command: str, args) -> str:
             rows.append(query_row(cell, s, single.get(cell["algorithm"])))
     lines.append(benchlib.markdown_table(
         ["alg", unit, "budget each", "sources", "first call", "median", "max", "speedup",
-         "bytes each", "peaks of budget", "exchange", "checked"], rows,
+         "pages copied", "peaks of budget", "exchange", "checked"], rows,
         [False, True, True, False] + [True] * 7 + [False]))
     if results["throughput"]:
         lines += ["", f"`seraph run ALG --random-sources K --validate` on one and over all "

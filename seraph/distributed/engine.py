@@ -65,6 +65,92 @@ LARGEST = ("wall_time", "setup_time", "readback_time", "exchange_time",
            "peak_device_memory", "peak_host_memory")
 
 
+class Waiting:
+    """The vertices waiting to push in a partitioned run, in delta-stepping's buckets of
+    width ``delta`` (one bucket where it is None), so that a push step costs the vertices
+    it takes and those it lowered, not all that wait. A vertex lowered again is filed
+    again, in its new bucket; its earlier entry, in a farther bucket, is stale, and is
+    dropped when that bucket comes up (values only go down, and a push from the nearest
+    bucket writes no value below it)."""
+
+    def __init__(self, delta: float | None, values_of, degrees: np.ndarray):
+        self.delta, self.values_of, self.degrees = delta, values_of, degrees
+        self.buckets: dict[int, list[np.ndarray]] = {}
+        self.clean: set[int] = set()  # buckets made one entry, unique and none stale
+        self.edges = 0  # the entries' out-edges, stale ones counted until dropped
+        self.count = 0  # the entries, stale ones counted until dropped
+
+    @property
+    def empty(self) -> bool:
+        return not len(self._nearest()[1])  # what is left may all be stale
+
+    def add(self, vertices: np.ndarray) -> None:
+        """Files ``vertices`` (unique) by their values."""
+        if not len(vertices):
+            return
+        self.edges += int(self.degrees[vertices].sum())
+        self.count += len(vertices)
+        if self.delta is None:
+            self.buckets.setdefault(0, []).append(vertices)
+            self.clean.discard(0)
+            return
+        keys = self._keys(vertices)
+        order = np.argsort(keys, kind="stable")
+        keys, vertices = keys[order], vertices[order]
+        cuts = np.flatnonzero(np.diff(keys)) + 1
+        for key, part in zip(keys[np.r_[0, cuts]].tolist(), np.split(vertices, cuts), strict=True):
+            self.buckets.setdefault(key, []).append(part)
+            self.clean.discard(key)
+
+    def _keys(self, vertices: np.ndarray) -> np.ndarray:
+        return np.floor(self.values_of(vertices) / self.delta).astype(np.int64)
+
+    def _nearest(self) -> tuple[int, np.ndarray]:
+        """The nearest bucket's key and its vertices (sorted, unique, none stale), kept as
+        one entry; empty buckets are dropped on the way."""
+        while self.buckets:
+            key = min(self.buckets)
+            entries = self.buckets[key]
+            if key in self.clean:
+                return key, entries[0]
+            both = np.concatenate(entries)
+            self.edges -= int(self.degrees[both].sum())
+            self.count -= len(both)
+            vertices = both if len(entries) == 1 else np.unique(both)
+            if self.delta is not None:
+                vertices = vertices[self._keys(vertices) == key]
+            if not len(vertices):
+                del self.buckets[key]
+                continue
+            self.edges += int(self.degrees[vertices].sum())
+            self.count += len(vertices)
+            self.buckets[key] = [vertices]
+            self.clean.add(key)
+            return key, vertices
+        return 0, np.empty(0, np.int64)
+
+    def take(self) -> np.ndarray:
+        """The nearest bucket's vertices, no longer waiting."""
+        key, vertices = self._nearest()
+        if len(vertices):
+            del self.buckets[key]
+            self.clean.discard(key)
+            self.edges -= int(self.degrees[vertices].sum())
+            self.count -= len(vertices)
+        return vertices
+
+    def nearest_minimum(self):
+        """The smallest value waiting (a bound on every later update's value)."""
+        return self.values_of(self._nearest()[1]).min()
+
+    def drain(self) -> np.ndarray:
+        """Every vertex waiting (stale entries too), none waiting after."""
+        every = [part for entries in self.buckets.values() for part in entries]
+        self.buckets, self.edges, self.count = {}, 0, 0
+        self.clean.clear()
+        return np.concatenate(every) if every else np.empty(0, np.int64)
+
+
 class PartRun(Run):
     """A run on one worker's part: the steps of the workers together (see the module
     docstring)."""
@@ -112,23 +198,26 @@ class PartRun(Run):
             frontier = None
         else:
             frontier = np.unique(np.concatenate([np.asarray(f, np.int64) for f in frontiers]))
+        waiting = Waiting(self.delta, self._values_of, self.degrees)
         if frontier is None:
             shift = self.layout.block_shift
             self.be.mark_blocks(np.arange(self.layout.num_blocks, dtype=np.int64) << shift,
                                 self.epoch)
             sparse = self.g.whole.num_edges < self.push_limit
-            frontier = np.arange(self.g.num_vertices, dtype=np.int64) if sparse else None
+            if sparse:
+                waiting.add(np.arange(self.g.num_vertices, dtype=np.int64))
         else:
             self.be.mark_blocks(frontier, self.epoch)
-            sparse = self.push_limit > 0 and self.degrees[frontier].sum() < self.push_limit
+            waiting.add(frontier)
+            sparse = self.push_limit > 0 and waiting.edges < self.push_limit
         while True:
             interrupts.check()
             if sparse:
-                frontier = self._push_step(frontier)
-                if not len(frontier):
+                self._push_step(waiting)
+                if waiting.empty:
                     return True
-                if self.degrees[frontier].sum() >= self.push_limit:
-                    self._mark(frontier)  # the dense rounds take what still waits
+                if waiting.edges >= self.push_limit:
+                    self._mark(waiting.drain())  # the dense rounds take what still waits
                     sparse = False
                     self.stats.switches_to_dense += 1
                 continue
@@ -136,7 +225,9 @@ class PartRun(Run):
             if not step.changes.count:
                 return True  # nothing changed anywhere: no page is active
             if self.push_limit and step.changes.edges(self.degrees) < self.push_limit:
-                frontier, sparse = step.changes.vertices(), True
+                waiting = Waiting(self.delta, self._values_of, self.degrees)
+                waiting.add(step.changes.vertices())
+                sparse = True
                 self.stats.switches_to_sparse += 1
 
     def _dense_step(self) -> Step:
@@ -160,17 +251,12 @@ class PartRun(Run):
         ends on all the workers' (:meth:`_dense_step`)."""
         self._own_round = (succeeded, changed_min)
 
-    def _push_step(self, frontier: np.ndarray) -> np.ndarray:
-        """One push round of ``frontier`` over every worker's out-edges (of its nearest
-        bucket where pushes go by delta-stepping); returns what waits to push next, the
-        same on every worker."""
+    def _push_step(self, waiting: Waiting) -> None:
+        """One push round of ``waiting``'s nearest bucket over every worker's out-edges
+        (all that waits where pushes are not by delta-stepping); what it lowered, on any
+        worker, waits in its turn (the same on every worker)."""
         stats = self.stats
-        rest = frontier[:0]
-        if self.delta is not None:
-            held = self._values_of(frontier)
-            split = (math.floor(float(held.min()) / self.delta) + 1) * self.delta
-            near = held < split
-            frontier, rest = frontier[near], frontier[~near]
+        frontier = waiting.take()
         start = time.perf_counter()
         progress.working("push", stats)
         self.epoch += 1
@@ -184,17 +270,16 @@ class PartRun(Run):
         # them ran out of room.
         listed = len(res.frontier) < frontier_capacity(self.g.num_vertices)
         step = self._exchange(res.succeeded, self.alg.inf, res.frontier if listed else None)
-        waiting = np.union1d(rest, step.changes.vertices())
+        waiting.add(step.changes.vertices())
         if self.alg.strong_rule.counts_rounds:
             self.prove(self.rounds_bound())
-        elif len(waiting):
+        elif not waiting.empty:
             # Every later update descends from a vertex still waiting to push.
-            self.prove(self._values_of(waiting).min())
+            self.prove(waiting.nearest_minimum())
         stats.log_round("push")
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0, rounds=1,
                        edges=res.edges)
-        progress.round_done("push", stats, len(waiting))
-        return waiting
+        progress.round_done("push", stats, waiting.count)
 
     def _values_of(self, vertices: np.ndarray) -> np.ndarray:
         """The values of ``vertices`` (host ids), in host memory."""

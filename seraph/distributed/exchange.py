@@ -63,8 +63,8 @@ class Changes:
         """The ids, in host memory."""
         if self.ids is not None:
             return self.ids
-        with self.steps():
-            return np.flatnonzero(on_host(self.mask))
+        with self.steps():  # ids, not the flags, cross to the host
+            return on_host(self.mask.nonzero()[0]).astype(np.int64)
 
     def edges(self, degrees: np.ndarray) -> float:
         """Their out-edges (``degrees``: the whole graph's out-degrees); inf where they are
