@@ -577,6 +577,30 @@ def test_the_split_is_contiguous_and_balanced_by_edges(pages, parts_, last):
         assert np.abs(held - edges / parts_).max() <= 1.5 * pe
 
 
+@pytest.mark.parametrize("twin", ["serial", "parallel"])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_parts_csr_is_its_transpose_rows_by_tail_heads_ascending(twin, data):
+    n = data.draw(st.integers(0, 300))
+    heads = np.sort(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=4 * n)))
+    tails = np.array(data.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=len(heads),
+                                        max_size=len(heads))), dtype=np.int32)
+    weights = np.arange(len(heads), dtype=np.float32) if data.draw(st.booleans()) else None
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(heads.astype(np.int64), minlength=n), out=indptr[1:])
+    with pytest.MonkeyPatch.context() as patch:  # the twin that large work takes, or not
+        patch.setattr("seraph.kernels.SERIAL_WORK", 0 if twin == "parallel" else 1 << 62)
+        got_indptr, got_heads, got_weights = parts.csr_of(indptr, tails, weights, n)
+    order = np.argsort(tails, kind="stable")  # by tail, then as the CSC lists them
+    np.testing.assert_array_equal(got_indptr[1:] - got_indptr[:-1],
+                                  np.bincount(tails, minlength=n))
+    np.testing.assert_array_equal(got_heads, heads[order])
+    if weights is None:
+        assert got_weights is None
+    else:
+        np.testing.assert_array_equal(got_weights, weights[order])
+
+
 def test_the_parts_hold_the_graph_and_read_only_their_pages(store, monkeypatch):
     from seraph.store import Store
 
