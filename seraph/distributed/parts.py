@@ -156,8 +156,9 @@ def csr_of(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None, 
     """The transpose of a CSC of ``n`` vertices (``indptr``, ``indices``: each in-edge's
     tail, ``weights`` or None): ``(indptr, heads, weights)`` with rows by tail and each
     row's heads ascending. Two passes over the edges on every thread, as a radix sort by
-    the tails' high bits and then their low bits: numpy's single-threaded stable argsort
-    of a billion tails is minutes of a worker's first call."""
+    the tails' high bits and then their low bits, with 4 bytes an edge beside the output:
+    numpy's single-threaded stable argsort of a billion tails is minutes of a worker's
+    first call."""
     m = len(indices)
     shift = max(0, (max(n, 1) - 1).bit_length() - _TAIL_RANGES.bit_length() + 1)
     out_indptr = np.zeros(n + 1, dtype=np.int64)
@@ -176,8 +177,10 @@ def _transpose(indptr, indices, weights, weighted, n, shift, chunks, out_indptr,
                out_weights):
     """:func:`csr_of`'s passes. The edges are cut into ``chunks`` runs of heads; each run
     counts its tails by range (``tail >> shift``) and files its edges into the ranges,
-    runs in order, so a range lists its edges by ascending head; then each range counts
-    its tails and places its edges, in that order, into their rows."""
+    runs in order, so a range lists its edges by ascending head. A range's edges then
+    take the places of its rows' edges in the CSR, so each range, on its own, sorts them
+    there by tail (stable) with counts its width long: a copy of one range at a time,
+    not of every edge, beside the output."""
     m = len(indices)
     ranges = ((max(n, 1) - 1) >> shift) + 1
     first = np.empty(chunks + 1, dtype=np.int64)
@@ -197,8 +200,6 @@ def _transpose(indptr, indices, weights, weighted, n, shift, chunks, out_indptr,
             at += counts[c, r]
     start[ranges] = at
     filed_tails = np.empty(m, dtype=np.int32)
-    filed_heads = np.empty(m, dtype=np.int32)
-    filed_weights = np.empty_like(out_weights)
     for c in prange(chunks):
         if first[c] == first[c + 1]:
             continue
@@ -210,25 +211,27 @@ def _transpose(indptr, indices, weights, weighted, n, shift, chunks, out_indptr,
             at = cursor[c, r]
             cursor[c, r] = at + 1
             filed_tails[at] = indices[e]
-            filed_heads[at] = head
+            heads[at] = head
             if weighted:
-                filed_weights[at] = weights[e]
+                out_weights[at] = weights[e]
     for r in prange(ranges):
-        low = r << shift
+        low, lo, hi = r << shift, start[r], start[r + 1]
         width = min(n - low, 1 << shift)
         if width <= 0:
             continue
         place = np.zeros(width + 1, dtype=np.int64)
-        for i in range(start[r], start[r + 1]):
+        for i in range(lo, hi):
             place[filed_tails[i] - low + 1] += 1
-        place[0] = start[r]
+        place[0] = lo
         for t in range(width):
             place[t + 1] += place[t]
             out_indptr[low + t + 1] = place[t + 1]
-        for i in range(start[r], start[r + 1]):
+        filed_heads = heads[lo:hi].copy()
+        filed_weights = out_weights[lo:hi].copy()
+        for i in range(lo, hi):
             t = filed_tails[i] - low
             at = place[t]
             place[t] = at + 1
-            heads[at] = filed_heads[i]
+            heads[at] = filed_heads[i - lo]
             if weighted:
-                out_weights[at] = filed_weights[i]
+                out_weights[at] = filed_weights[i - lo]
