@@ -253,19 +253,21 @@ def job_cell(comm, graph, alg: str, sources: list, budget_: int, params: dict,
     return cell
 
 
+#: Each worker's figures a call keeps: its bytes of pages copied, the edges it read in
+#: place (pushes and bottom-up pulls), its peak and times, and its part's size.
+PER_WORKER = ("worker", "bytes_h2d", "edges_pushed", "edges_pulled_bottom_up",
+              "peak_device_memory", "wall_time", "exchange_time", "pages", "edges")
+
+
 def figures(stats) -> dict:
     """One call's figures, and each worker's (one: the run's own)."""
-    own = stats.workers or [{"worker": 0, "bytes_h2d": stats.bytes_h2d,
-                             "peak_device_memory": stats.peak_device_memory,
-                             "exchange_time": 0.0, "wall_time": stats.wall_time}]
+    own = stats.workers or [{"worker": 0, **{k: getattr(stats, k) for k in PER_WORKER
+                                             if k not in ("worker", "pages", "edges")}}]
     return {"call_time": stats.call_time, "wall_time": stats.wall_time,
             "exchange_time": stats.exchange_time, "exchange_bytes": stats.exchange_bytes,
             "bytes_h2d": stats.bytes_h2d, "peak_device_memory": stats.peak_device_memory,
             "rounds": stats.rounds, "resident": stats.resident,
-            "per_worker": [{k: w.get(k) for k in ("worker", "bytes_h2d",
-                                                  "peak_device_memory", "exchange_time",
-                                                  "wall_time", "pages", "edges")}
-                           for w in own]}
+            "per_worker": [{k: w.get(k) for k in PER_WORKER} for w in own]}
 
 
 def summarize(runs: list[dict]) -> dict:
@@ -277,6 +279,10 @@ def summarize(runs: list[dict]) -> dict:
                 r["exchange_time"] / r["wall_time"] if r["wall_time"] else 0.0 for r in runs),
             "bytes_per_worker_median": [statistics.median(
                 r["per_worker"][k]["bytes_h2d"] for r in runs) for k in range(workers)],
+            "in_place_per_worker_median": [statistics.median(
+                (r["per_worker"][k]["edges_pushed"] or 0)
+                + (r["per_worker"][k]["edges_pulled_bottom_up"] or 0) for r in runs)
+                for k in range(workers)],
             "peak_per_worker": [max(r["per_worker"][k]["peak_device_memory"] or 0
                                     for r in runs) for k in range(workers)],
             "runs": runs}
@@ -503,8 +509,9 @@ def report(results: dict, info: dict, command: str, args) -> str:
               f"over them. Seconds of `stats.call_time` over {args.sources} random sources "
               f"(CC and PageRank, which take none: {args.unsourced_runs} run(s)); "
               "*speedup*: the median on one over this median; *pages copied*: each one's "
-              "median bytes of pages copied to its device (the edges read in place, by "
-              "pushes and bottom-up pulls, are not counted); *peaks of budget*: each one's "
+              "median bytes of pages copied to its device; *edges in place*: each one's "
+              "median of the edges its pushes and bottom-up pulls read in place (at most: "
+              "a pull stops a row early); *peaks of budget*: each one's "
               "largest peak, beside its budget; *exchange*: the median share of the "
               "engine's time in the exchange.", ""]
     rows, single = [], {}
@@ -516,8 +523,8 @@ def report(results: dict, info: dict, command: str, args) -> str:
             rows.append(query_row(cell, s, single.get(cell["algorithm"])))
     lines.append(benchlib.markdown_table(
         ["alg", unit, "budget each", "sources", "first call", "median", "max", "speedup",
-         "pages copied", "peaks of budget", "exchange", "checked"], rows,
-        [False, True, True, False] + [True] * 7 + [False]))
+         "pages copied", "edges in place", "peaks of budget", "exchange", "checked"], rows,
+        [False, True, True, False] + [True] * 8 + [False]))
     if results["throughput"]:
         lines += ["", f"`seraph run ALG --random-sources K --validate` on one and over all "
                   f"{unit}, source-parallel: sources a second of the busiest one's summed "
@@ -543,15 +550,17 @@ def query_row(cell: dict, s: dict | None, single: float | None) -> list:
                                              if s["n"] < cell["sources_requested"] else "")
     if not s:
         return [cell["algorithm"], cell["workers"], benchlib.size(cell["budget"]), label,
-                benchlib.seconds(cell.get("first_call")), "—", "—", "—", "—", "—", "—",
+                benchlib.seconds(cell.get("first_call")), "—", "—", "—", "—", "—", "—", "—",
                 checks.get("line", f"stopped: {cell['stopped']}")]
     bytes_each = " / ".join(benchlib.size(b) for b in s["bytes_per_worker_median"])
+    in_place = " / ".join(f"{e / 1e6:,.1f} M" if e >= 1e6 else f"{e:,.0f}"
+                          for e in s["in_place_per_worker_median"])
     peaks = " / ".join(benchlib.size(p or None) for p in s["peak_per_worker"])
     share = f"{s['exchange_share_median']:.0%}" if cell["workers"] > 1 else "—"
     return [cell["algorithm"], cell["workers"], benchlib.size(cell["budget"]), label,
             benchlib.seconds(cell.get("first_call")), benchlib.seconds(s["median"]),
             benchlib.seconds(s["max"]), benchlib.ratio(single, s["median"]), bytes_each,
-            f"{peaks} of {benchlib.size(cell['budget'])}", share,
+            in_place, f"{peaks} of {benchlib.size(cell['budget'])}", share,
             checks.get("line", "—")]
 
 

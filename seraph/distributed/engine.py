@@ -463,7 +463,9 @@ def merged(comm, stats: RunStats, part: PartGraph) -> RunStats:
            "first_page": part.first_page, "pages": part.num_pages, "edges": part.num_edges,
            "vertices": [lo, hi],
            **{k: getattr(stats, k) for k in ("num_slots", "resident", "pages_transferred",
-                                             "bytes_h2d", "kernel_time", "sparse_time",
+                                             "bytes_h2d", "edges_pushed",
+                                             "edges_pulled_bottom_up", "edges_swept",
+                                             "kernel_time", "sparse_time",
                                              "exchange_time", "wall_time",
                                              "peak_device_memory", "peak_host_memory")},
            "exchange_bytes": comm.bytes}
