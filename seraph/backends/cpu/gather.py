@@ -51,9 +51,9 @@ def _sum_range(v0, v1, base, length, indptr, indices, offset, operand, into):
         if lo >= hi:
             continue
         total = 0.0
-        for i in range(lo + shift, hi + shift):
-            # An unsigned index: a signed one is wrapped round where negative, a test and
-            # a select on every edge.
+        # Unsigned indices: numba wraps a signed one round where negative, a test and a
+        # select on every edge (two here).
+        for i in range(np.uint64(lo + shift), np.uint64(hi + shift)):
             total += operand[np.uint64(indices[i])]
         into[v] += total
 
