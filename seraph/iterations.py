@@ -2,11 +2,11 @@
 a sum (:data:`~seraph.spec.SUM`), such as PageRank's power iteration (docs/design.md,
 "Summing programs").
 
-An iteration is two steps: the backend sums the operand over every in-edge into the
-accumulator (:meth:`~seraph.backends.base.Backend.gather_sum`), and the program makes its
-new values from the sums, says how much they changed, and makes the next operand from
-them, leaving the accumulator at 0 (its own step, on the backend's vectors; the program
-starts with the operand of its first values). The engine sums each page
+The program starts with its values and the operand they give, and an iteration is two
+steps: the backend sums the operand over every in-edge into the accumulator
+(:meth:`~seraph.backends.base.Backend.gather_sum`), and the program makes its new values
+from the sums, says how much they changed, and makes the next operand from them, leaving
+the accumulator at 0 (its own step, on the backend's vectors). The engine sums each page
 exactly once an iteration: a sum, unlike a min, counts an edge read twice twice, so no
 page may be swept again (no reentries), none skipped (no predictor, no activity: every
 value changes every iteration) and none pushed. Paged runs stream the pages through the

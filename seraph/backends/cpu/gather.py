@@ -6,8 +6,10 @@ destination vertex of a page it adds ``operand[u]``, summed over the page's in-e
 program's sweep (:class:`seraph.spec.Recompute`): each attempted vertex's sum is
 recomputed, not added to. Pages (the gather's spans of pages) go one after another, the
 vertices of a large one in parallel, so no two threads write one vertex: a vertex whose
-in-edges span two pages gets the two partial sums one after the other. :func:`walk_step` is an iterating program's
-step from the sums: its new values, their change and next operand in one parallel pass.
+in-edges span two pages gets the two partial sums one after the other.
+
+:func:`walk_step` is an iterating program's step from the sums: its new values, their
+change and the next operand in one parallel pass.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def _sum_range(v0, v1, base, length, indptr, indices, offset, operand, into):
             continue
         total = 0.0
         # Unsigned indices: numba wraps a signed one round where negative, a test and a
-        # select on every edge (two here).
+        # select on each of the edge's two reads.
         for i in range(np.uint64(lo + shift), np.uint64(hi + shift)):
             total += operand[np.uint64(indices[i])]
         into[v] += total
