@@ -2,10 +2,11 @@
 a sum (:data:`~seraph.spec.SUM`), such as PageRank's power iteration (docs/design.md,
 "Summing programs").
 
-An iteration is three steps: the program fills its operand from its values (its own
-step, on the backend's vectors), the backend sums the operand over every in-edge into the
-accumulator (:meth:`~seraph.backends.base.Backend.gather_sum`), and the program makes its
-new values from the sums and says how much they changed. The engine sums each page
+The program starts with its values and the operand they give, and an iteration is two
+steps: the backend sums the operand over every in-edge into the accumulator
+(:meth:`~seraph.backends.base.Backend.gather_sum`), and the program makes its new values
+from the sums, says how much they changed, and makes the next operand from them, leaving
+the accumulator at 0 (its own step, on the backend's vectors). The engine sums each page
 exactly once an iteration: a sum, unlike a min, counts an edge read twice twice, so no
 page may be swept again (no reentries), none skipped (no predictor, no activity: every
 value changes every iteration) and none pushed. Paged runs stream the pages through the
@@ -38,13 +39,12 @@ class SummingProgram(Protocol):
     max_iterations: int
 
     def start(self, be: Backend) -> None:
-        """The values (and the program's own vectors) before the first iteration."""
-
-    def fill_operand(self, be: Backend) -> None:
-        """The operand that the iteration sums over the in-edges, from the values."""
+        """The values before the first iteration, the operand they give, the accumulator
+        at 0 (and the program's own vectors)."""
 
     def apply(self, be: Backend) -> float:
-        """The new values from the accumulator's sums; returns how much they changed."""
+        """The new values from the accumulator's sums, the operand they give, and the
+        accumulator back at 0; returns how much the values changed."""
 
 
 def iterate(run: Run, program: SummingProgram) -> None:
@@ -61,9 +61,6 @@ def iterate(run: Run, program: SummingProgram) -> None:
     while stats.rounds < program.max_iterations:
         interrupts.check()
         progress.working("dense", stats)
-        with be.vector_steps():
-            program.fill_operand(be)
-            accumulator.fill(0)
         gather(run, operand, accumulator)
         run.sums_gathered(accumulator)
         with be.vector_steps():

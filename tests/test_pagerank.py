@@ -14,21 +14,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seraph
 from partitioner import generators
 from seraph.algorithms import get, pagerank
+from seraph.backends.base import Backend
+from seraph.backends.cpu import gather
 from seraph.backends.layout import REDUCE_SCRATCH, Layout
 from seraph.cli import main
 from seraph.errors import ConfigError, InputError
 from seraph.graph import Graph
-from seraph.spec import OPERAND
+from seraph.spec import ACCUMULATOR, OPERAND, SCALE
 
 #: networkx's own tolerance (it stops at n * tol): far below any bound checked here.
 NX_TOL = 1e-14
@@ -183,6 +187,76 @@ def test_a_larger_paged_graph_reads_every_page_once_an_iteration(device):
     assert pages * res.iterations - (stats.num_slots - 1) * (res.iterations - 1) >= \
         stats.pages_transferred > (pages - stats.num_slots) * res.iterations
     assert stats.dense_rounds == res.iterations and stats.sparse_rounds == 0
+
+
+@pytest.mark.parametrize("slots", [None, 2])
+@pytest.mark.parametrize("tolerance", [1e-4, 1e-6])
+def test_the_parallel_kernels_rank_as_networkx(slots, tolerance, all_threads):
+    """The CPU's parallel twins, however small the work (the fixture all_threads): spans of
+    whole pages (a resident graph's in one) cut into vertex ranges of equal work, on
+    in-degrees as skewed as an R-MAT's, with either share type."""
+    rng = np.random.default_rng(7)
+    n, m = 3000, 40_000
+    dst = (rng.pareto(1.0, m) * 10).astype(np.int64) % n
+    res = check_against_networkx(n, rng.integers(0, n, m).tolist(), dst.tolist(), "cpu",
+                                 page_edges=8192, slots=slots, tolerance=tolerance)
+    assert res.stats.edges_swept == m * res.iterations
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_gather_sums_each_in_edge_once_in_any_order_of_pages_and_slots(parallel):
+    """gather_pages over pages sorted as the backend sorts them, some lying one after
+    another in the slots (summed as one span) and some not: scipy's sums, added to what
+    the accumulator held."""
+    rng = np.random.default_rng(11)
+    n, m, pe = 500, 60_000, 4096
+    dst = (rng.pareto(1.0, m) * 5).astype(np.int64) % n
+    graph = build(n, rng.integers(0, n, m).tolist(), dst.tolist(), pe)
+    indptr, indices, _ = graph.csc()
+    slot_of = np.array([3, 4, 5, 0, 2, 1, 6, 9, 10, 11, 7, 8, 13, 14, 12])
+    assert len(slot_of) == graph.num_pages
+    slots = np.zeros(len(slot_of) * pe, dtype=indices.dtype)
+    for page, slot in enumerate(slot_of):
+        edges = indices[page * pe:(page + 1) * pe]
+        slots[slot * pe:slot * pe + len(edges)] = edges
+    operand = rng.random(n).astype(np.float32)
+    into = rng.random(n)
+    want = into + sp.csc_array((operand[indices].astype(np.float64), indices, indptr),
+                               shape=(n, n)).sum(axis=0)
+    pages = np.arange(graph.num_pages, dtype=np.int64)
+    gather.gather_pages.twin(parallel)(pages, slot_of * pe, pe, graph.num_edges,
+                                       graph.page_first_vertex, graph.page_last_vertex,
+                                       indptr, slots, operand, into, 3, np.zeros(1, np.int64))
+    np.testing.assert_allclose(into, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("vertex", [None, 7])
+@pytest.mark.parametrize("share", [np.float32, np.float64])
+def test_the_fused_walk_step_is_the_whole_vector_one(parallel, vertex, share):
+    """The CPU's walk step (gather.walk_step, over several blocks) against the whole-vector
+    steps that the other backends run (Backend.walk_step over numpy)."""
+    rng = np.random.default_rng(13)
+    n = 3 * gather.STEP_BLOCK + 5
+    values = rng.random(n)
+    values /= values.sum()
+    scale = np.where(rng.random(n) < 0.1, 0.0, 1 / rng.integers(1, 20, n))
+    sums = rng.random(n)
+    sums *= 0.9 / sums.sum()  # what the shares carried: the rest is lost, and restarts
+    vectors = {"values": values.copy(), ACCUMULATOR: sums.copy(), SCALE: scale,
+               OPERAND: np.zeros(n, dtype=share)}
+    whole = SimpleNamespace(xp=np, vector=vectors.__getitem__)
+    want = Backend.walk_step(whole, 0.85, 0.15, vertex)
+    fused = {"values": values.copy(), ACCUMULATOR: sums.copy(), OPERAND: np.zeros(n, share)}
+    got = gather.walk_step.twin(parallel)(fused["values"], fused[ACCUMULATOR], fused[OPERAND],
+                                          scale, 0.85, 0.15, -1 if vertex is None else vertex)
+    assert got == pytest.approx(want, rel=1e-12)
+    # The sums' totals are added up in another order: the restart differs in its last bits.
+    np.testing.assert_allclose(fused["values"], vectors["values"], rtol=1e-13)
+    np.testing.assert_allclose(fused[OPERAND], vectors[OPERAND],
+                               rtol=max(1e-13, np.finfo(share).eps))
+    assert not fused[ACCUMULATOR].any() and not vectors[ACCUMULATOR].any()
+    assert fused["values"].sum() == pytest.approx(1, abs=1e-14)
 
 
 @pytest.mark.parametrize("predictor", ["none", "weak"])

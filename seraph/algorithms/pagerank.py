@@ -94,9 +94,6 @@ class PageRankProgram:
         np.divide(1.0, degrees, out=scale, where=degrees > 0)
         be.set_vector(SCALE, scale)
 
-    def fill_operand(self, be) -> None:
-        be.xp.multiply(be.vector("values"), be.vector(SCALE), out=be.vector(OPERAND))
-
 
 @dataclass(frozen=True)
 class PowerIteration(PageRankProgram):
@@ -125,20 +122,17 @@ class PowerIteration(PageRankProgram):
     def plan(self, graph, layout, config: EngineConfig) -> Plan:
         return Plan(replace(SPEC, vectors=self.vectors), None, lambda run: iterate(run, self))
 
+    def start(self, be) -> None:
+        """The values ``p``, their shares, and the sums at 0."""
+        super().start(be)
+        be.xp.multiply(be.vector("values"), be.vector(SCALE), out=be.vector(OPERAND))
+        be.vector(ACCUMULATOR).fill(0)
+
     def apply(self, be) -> float:
-        """x' from the sums (in place of them), then the L1 change, and x = x'. Every rank
-        but the dangling vertices' reached the sums, so their difference is the dangling
-        rank (no vector marks them) and the total rank stays what it was."""
-        xp, d = be.xp, self.damping
-        x, new = be.vector("values"), be.vector(ACCUMULATOR)
-        dangling = float(x.sum(dtype=np.float64)) - float(new.sum(dtype=np.float64))
-        xp.multiply(new, new.dtype.type(d), out=new)
-        self.add_jump(new, (1 - d) + d * dangling)  # the rank that goes where p says
-        xp.subtract(x, new, out=x)
-        xp.abs(x, out=x)
-        change = float(x.sum(dtype=np.float64))
-        xp.copyto(x, new)
-        return change
+        """x' from the sums, the L1 change, and the next shares (a walk step,
+        :meth:`~seraph.backends.base.Backend.walk_step`, which spreads the dangling rank
+        as ``p`` from what the sums did not carry: the total rank stays 1)."""
+        return be.walk_step(self.damping, 1 - self.damping, self.personalization)
 
 
 @dataclass(frozen=True)

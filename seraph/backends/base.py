@@ -19,7 +19,7 @@ from seraph.backends.caches import graph_lightest_in
 from seraph.backends.layout import Layout
 from seraph.backends.output import output_values
 from seraph.lightest import NO_BOUND, LightestIn
-from seraph.spec import Output
+from seraph.spec import ACCUMULATOR, OPERAND, SCALE, Output
 
 
 @dataclass
@@ -230,6 +230,37 @@ class Backend(ABC):
         resident in ``slots``), each edge counted once; a vertex whose in-edges span
         several pages gets each page's partial sum. Returns once done: the pages' slots
         may then take other pages."""
+
+    def walk_step(self, damping: float, restart: float, vertex: int | None) -> float:
+        """An iterating summing program's step from its sums, for values that are a
+        distribution (total 1) over the vertices, each passing ``damping`` of itself
+        along its out-edges, scaled by ``scale`` (a random walk's): the new values are
+
+            values'[v] = damping * (sums[v] + lost p[v]) + restart p[v],
+
+        ``p`` uniform (``vertex`` None) or all at ``vertex``, and ``lost`` the mass the
+        sums did not carry (1 less their total: the values of vertices without
+        out-edges, and the shares' rounding), so that the total stays 1 when ``restart``
+        is ``1 - damping``. Then ``operand = values' * scale`` and the sums go back to 0,
+        ready for the next gather. Returns the change ``sum |values' - values|``.
+
+        Written over :attr:`xp` in whole-vector steps, inside :meth:`vector_steps`; a
+        backend may fuse them (the CPU does, in one pass after the sums' total)."""
+        xp = self.xp
+        values, sums = self.vector("values"), self.vector(ACCUMULATOR)
+        jump = restart + damping * (1.0 - float(sums.sum(dtype=np.float64)))
+        sums *= sums.dtype.type(damping)
+        if vertex is None:
+            sums += sums.dtype.type(jump / len(sums))
+        else:
+            sums[vertex] += sums.dtype.type(jump)
+        xp.subtract(values, sums, out=values)
+        xp.abs(values, out=values)
+        change = float(values.sum(dtype=np.float64))
+        xp.copyto(values, sums)
+        xp.multiply(values, self.vector(SCALE), out=self.vector(OPERAND))
+        sums.fill(0)
+        return change
 
     @abstractmethod
     def set_values(self, values: np.ndarray) -> None: ...

@@ -23,6 +23,7 @@ from seraph.backends.cpu.gather import (
     gather_pages,
     recompute_pages,
     split_sums_from_values,
+    walk_step,
 )
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
@@ -38,7 +39,7 @@ from seraph.backends.cpu.union_find import trusted_components
 from seraph.interrupts import STOP
 from seraph.kernels import kernel
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.spec import OPERAND, SCALE
+from seraph.spec import ACCUMULATOR, OPERAND, SCALE
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
@@ -150,10 +151,22 @@ class CpuBackend(HostPush):
 
     def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
         g = self.graph
+        # Ascending, so that pages lying one after another in the slots (every page of a
+        # resident graph) are summed as one span; a sum's order does not matter.
+        order = np.argsort(pages, kind="stable")
         gather_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
-            np.ascontiguousarray(pages, dtype=np.int64), self.slot_offsets(slots, pages),
-            g.page_edges, g.num_edges, g.page_first_vertex, g.page_last_vertex, self.indptr,
-            self.slot_indices, operand, into, self._chunks, STOP)
+            np.ascontiguousarray(pages, dtype=np.int64)[order],
+            self.slot_offsets(slots, pages)[order], g.page_edges, g.num_edges,
+            g.page_first_vertex, g.page_last_vertex, self.indptr, self.slot_indices, operand,
+            into, self._chunks, STOP)
+
+    def walk_step(self, damping: float, restart: float, vertex: int | None) -> float:
+        """The step in one parallel pass over the vertices, after one for the sums' total
+        (gather.walk_step)."""
+        v = self.vectors
+        return float(walk_step.over(len(self.values), self.graph.num_edges)(
+            self.values, v[ACCUMULATOR], v[OPERAND], v[SCALE], damping, restart,
+            -1 if vertex is None else vertex))
 
     def split_sums_from_values(self) -> None:
         g = self.graph

@@ -4,9 +4,12 @@
 destination vertex of a page it adds ``operand[u]``, summed over the page's in-edges
 ``(u -> v)`` in float64, to ``into[v]``. :func:`recompute_pages` is a recomputing
 program's sweep (:class:`seraph.spec.Recompute`): each attempted vertex's sum is
-recomputed, not added to. Pages go one after another, the vertices of a large page in
-parallel, so no two threads write one vertex: a vertex whose in-edges span two pages gets
-the two partial sums one after the other.
+recomputed, not added to. Pages (the gather's spans of pages) go one after another, the
+vertices of a large one in parallel, so no two threads write one vertex: a vertex whose
+in-edges span two pages gets the two partial sums one after the other.
+
+:func:`walk_step` is an iterating program's step from the sums: its new values, their
+change and the next operand in one parallel pass.
 """
 
 from __future__ import annotations
@@ -28,49 +31,126 @@ from seraph.predictors import WEAK, weak_record, weak_skip
 
 #: The column of the edges read, after pull.py's counters.
 EDGES_READ = NUM_COUNTERS
+#: What a vertex costs a sum besides its in-edges, in edges: its row bounds and its sum's
+#: write, which count where most vertices have few in-edges (an R-MAT's tail).
+VERTEX_COST = 2
+#: Pages that lie one after another in the slots are summed as one span of up to this many
+#: edges: a resident graph in a few parallel passes, each of equal work per thread, and an
+#: interrupt heard between them.
+SPAN_EDGES = 1 << 26
+#: The vertices of each block whose totals :func:`walk_step` adds up.
+STEP_BLOCK = 1 << 14
 
 
 @njit(cache=True, nogil=True)
 def _sum_range(v0, v1, base, length, indptr, indices, offset, operand, into):
-    """Sums destinations v0..v1-1 of one page (page edge ``base`` sits at ``offset`` in
+    """Sums destinations v0..v1-1 of one span (span edge ``base`` sits at ``offset`` in
     ``indices``)."""
+    end, shift = base + length, offset - base
     for v in range(v0, v1):
         lo = max(indptr[v], base)
-        hi = min(indptr[v + 1], base + length)
+        hi = min(indptr[v + 1], end)
         if lo >= hi:
             continue
         total = 0.0
-        for i in range(lo - base + offset, hi - base + offset):
-            total += operand[indices[i]]
+        # Unsigned indices: numba wraps a signed one round where negative, a test and a
+        # select on each of the edge's two reads.
+        for i in range(np.uint64(lo + shift), np.uint64(hi + shift)):
+            total += operand[np.uint64(indices[i])]
         into[v] += total
 
 
+@njit(cache=True, nogil=True)
+def _cuts(indptr, v_first, v_end, chunks):
+    """The first vertex of each of ``chunks`` vertex ranges of v_first..v_end-1, and
+    v_end: ranges of about equal edges plus :data:`VERTEX_COST` per vertex, found by
+    bisection (a vertex's in-edges before the span count too: one vertex at most)."""
+    cuts = np.empty(chunks + 1, dtype=np.int64)
+    first = indptr[v_first] + VERTEX_COST * v_first
+    work = indptr[v_end] + VERTEX_COST * v_end - first
+    cuts[0], cuts[chunks] = v_first, v_end
+    for c in range(1, chunks):
+        target = first + work * c // chunks
+        lo, hi = cuts[c - 1], v_end  # the first vertex whose work before it reaches target
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if indptr[mid] + VERTEX_COST * mid < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        cuts[c] = lo
+    return cuts
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _sum_chunks(v_first, count, chunks, base, length, indptr, indices, offset, operand, into):
-    """Sums one page's destinations as ``chunks`` vertex ranges in parallel."""
-    for c in prange(chunks):
-        _sum_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
-                   length, indptr, indices, offset, operand, into)
+def _sum_chunks(cuts, base, length, indptr, indices, offset, operand, into):
+    """Sums one span's destinations as the vertex ranges between ``cuts``, in parallel."""
+    for c in prange(len(cuts) - 1):
+        _sum_range(cuts[c], cuts[c + 1], base, length, indptr, indices, offset, operand,
+                   into)
 
 
 @kernel(cache=True, nogil=True)
 def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                  indices, operand, into, num_chunks, halt):
     """``into[v] += sum of operand[u]`` over the in-edges of ``pages`` (page p's edges start
-    at ``offsets[k]`` in ``indices``). Stops before the next page once ``halt[0]`` is set
-    (:mod:`seraph.interrupts`). Its serial twin sums every page on this thread
-    (:mod:`seraph.kernels`)."""
-    for k in range(len(pages)):
+    at ``offsets[k]`` in ``indices``). Pages that follow one another both in the graph and
+    in ``indices`` (a resident graph's, in ascending order) are summed as one span of up
+    to :data:`SPAN_EDGES` edges, each span's vertices in ``num_chunks`` ranges of equal
+    work. Stops before the next span once ``halt[0]`` is set (:mod:`seraph.interrupts`).
+    Its serial twin sums every span on this thread (:mod:`seraph.kernels`)."""
+    k = 0
+    while k < len(pages):
         if atomic_load(halt, 0):
             break
-        base, length, v_first, count = page_span(pages[k], page_edges, num_edges,
-                                                 first_vertex, last_vertex)
+        j = k + 1
+        while (j < len(pages) and pages[j] == pages[j - 1] + 1
+               and offsets[j] == offsets[j - 1] + page_edges
+               and (j + 1 - k) * page_edges <= SPAN_EDGES):
+            j += 1
+        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
+                                        last_vertex)
+        last_base, last_length, last_first, last_count = page_span(
+            pages[j - 1], page_edges, num_edges, first_vertex, last_vertex)
+        length, v_end = last_base + last_length - base, last_first + last_count
         if not PARALLEL or length < SERIAL_EDGES:
-            _sum_range(v_first, v_first + count, base, length, indptr, indices, offsets[k],
-                       operand, into)
+            _sum_range(v_first, v_end, base, length, indptr, indices, offsets[k], operand,
+                       into)
         else:
-            _sum_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
-                        indices, offsets[k], operand, into)
+            _sum_chunks(_cuts(indptr, v_first, v_end, min(num_chunks, v_end - v_first)),
+                        base, length, indptr, indices, offsets[k], operand, into)
+        k = j
+
+
+@kernel(cache=True, parallel=True)
+def walk_step(values, sums, operand, scale, damping, restart, vertex):
+    """:meth:`seraph.backends.base.Backend.walk_step` in two passes over the vertices (the
+    sums' total, then the rest at once), ``vertex`` -1 for a uniform restart. The totals
+    are added up over blocks of :data:`STEP_BLOCK` vertices whatever the threads, so that
+    every twin and thread count rounds them alike (a partitioned run's workers must all
+    see the same change)."""
+    n = len(values)
+    blocks = (n + STEP_BLOCK - 1) // STEP_BLOCK
+    totals = np.zeros(blocks)
+    for b in prange(blocks):
+        total = 0.0
+        for v in range(b * STEP_BLOCK, min(n, (b + 1) * STEP_BLOCK)):
+            total += sums[v]
+        totals[b] = total
+    jump = restart + damping * (1.0 - totals.sum())
+    spread = jump / n if vertex < 0 else 0.0
+    for b in prange(blocks):
+        change = 0.0
+        for v in range(b * STEP_BLOCK, min(n, (b + 1) * STEP_BLOCK)):
+            new = damping * sums[v] + spread
+            if v == vertex:
+                new += jump
+            sums[v] = 0.0
+            change += abs(new - values[v])
+            values[v] = new
+            operand[v] = new * scale[v]
+        totals[b] = change
+    return totals.sum()
 
 
 @njit(cache=True, nogil=True)
