@@ -149,7 +149,8 @@ class Scratch:
 def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                values: np.ndarray, frontier: np.ndarray, op: int,
                max_frontier_edges: int, delta: float | None = None,
-               scratch: Scratch | None = None, max_degree: int | None = None) -> PushResult:
+               scratch: Scratch | None = None, max_degree: int | None = None,
+               sample: tuple[float, float] | None = None) -> PushResult:
     """Push until converged or until the waiting vertices have ``max_frontier_edges``
     out-edges or more (the hand-back to the dense engine).
 
@@ -161,27 +162,41 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     by :func:`default_delta`; ``math.inf``: plain rounds, unordered). Unit and zero weights
     always push in rounds, which for them is already in order.
 
-    ``scratch`` (for ``len(values)`` vertices) saves allocating the per-vertex arrays, and
-    ``max_degree`` (the largest out-degree) a pass over ``indptr``.
+    ``scratch`` (for ``len(values)`` vertices) saves allocating the per-vertex arrays,
+    ``max_degree`` (the largest out-degree) a pass over ``indptr``, and ``sample``
+    (:func:`weight_sample` of ``weights``) sampling the weights.
     """
     edge_weights, stride = _edge_weights(indices, weights, values, op)
     frontier = np.asarray(frontier, dtype=np.int64)
     if scratch is None or scratch.num_vertices != len(values):
         scratch = Scratch(len(values))
     if OPERATORS[op].binned:
-        delta = default_delta(indptr, weights) if delta is None else _checked_delta(delta)
+        sample = weight_sample(weights) if sample is None else sample
+        delta = default_delta(indptr, weights, sample) if delta is None else \
+            _checked_delta(delta)
         if delta != math.inf:
             return _ordered(indptr, indices, edge_weights, values, frontier,
-                            max_frontier_edges, delta, scratch.pend())
+                            max_frontier_edges, delta, scratch.pend(), sample[1])
     if max_degree is None:
         max_degree = max_out_degree(indptr)
     return _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
                    max_frontier_edges, scratch.in_next(), max_degree)
 
 
-def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
+def weight_sample(weights: np.ndarray) -> tuple[float, float]:
+    """The mean and the largest of a strided sample of ``weights`` (0 for none), which
+    delta-stepping's bins are sized by."""
+    sample = weights[:: max(1, len(weights) // _WEIGHT_SAMPLES)]
+    if not len(sample):
+        return 0.0, 0.0
+    return float(sample.mean(dtype=np.float64)), float(sample.max())
+
+
+def default_delta(indptr: np.ndarray, weights: np.ndarray,
+                  sample: tuple[float, float] | None = None) -> float:
     """The delta-stepping bin width for a graph: ``_DELTA_DEGREES`` mean weights per average
-    out-degree (from a strided sample of the weights).
+    out-degree (from a strided sample of the weights, or ``sample``, their
+    :func:`weight_sample`).
 
     Meyer and Sanders' delta for random weights is Theta(max weight / degree): each bin then
     holds about as many vertices as one round can use, and a vertex is rarely lowered after
@@ -191,7 +206,7 @@ def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
     m = len(weights)
     if m == 0:
         return 1.0
-    mean = float(weights[:: max(1, m // _WEIGHT_SAMPLES)].mean(dtype=np.float64))
+    mean = (weight_sample(weights) if sample is None else sample)[0]
     degree = m / max(1, len(indptr) - 1)
     return _DELTA_DEGREES * mean / degree if mean > 0 else 1.0
 
@@ -379,12 +394,11 @@ def _push_alone_round(indptr, indices, weights, stride, op, values, inf, frontie
 
 
 def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, delta,
-             pend) -> PushResult:
-    """Delta-stepping from ``frontier`` (stored float32 weights; ``pend``: all _UNTOUCHED,
-    and so again on return)."""
-    sample = weights[:: max(1, len(weights) // _WEIGHT_SAMPLES)]
+             pend, largest) -> PushResult:
+    """Delta-stepping from ``frontier`` (stored float32 weights, the largest sampled
+    ``largest``; ``pend``: all _UNTOUCHED, and so again on return)."""
     # Ring bins for every bin one push can reach, so the far pile only takes initial values.
-    reach = float(sample.max()) / delta if len(sample) else 0.0
+    reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     start = values[frontier]
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
