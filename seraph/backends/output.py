@@ -54,14 +54,12 @@ def output_values(values: np.ndarray, inf, output: Output, fresh: bool,
     """``values`` as ``output`` says: its dtype (None: their own), ``output.unreached`` in
     place of ``inf`` (None: inf kept), decoded where they are codes: in place where the
     dtype's width stays and ``fresh`` is false (the caller owns ``values``), else in a new
-    array. ``touched`` (None: unknown) holds every vertex whose value may not be ``inf``:
-    the others are filled with the unreached value, and only they are converted (for a
-    run that touched few, :data:`SPARSE_SHARE`)."""
+    array. ``touched`` (None: unknown) holds every vertex whose value may not be ``inf``
+    (for a run that touched few, :data:`SPARSE_SHARE`): a new array is then filled with the
+    unreached value, and only they are converted into it."""
     dtype = values.dtype if output.dtype is None else np.dtype(output.dtype)
     if touched is not None:
-        if not fresh and dtype == values.dtype and output.unreached is None:
-            return values
-        return _from_touched(values, inf, output, dtype, fresh, touched)
+        return _from_touched(values, inf, output, dtype, touched)
     if output.code_base is not None:
         out = values if not fresh else np.empty(len(values), values.dtype)
         bits = np.array(output.unreached, dtype).view(values.dtype)[()]
@@ -76,17 +74,26 @@ def output_values(values: np.ndarray, inf, output: Output, fresh: bool,
     return out
 
 
-def _from_touched(values: np.ndarray, inf, output: Output, dtype: np.dtype, fresh: bool,
+def _from_touched(values: np.ndarray, inf, output: Output, dtype: np.dtype,
                   touched: np.ndarray) -> np.ndarray:
-    """:func:`output_values` where only ``touched`` may differ from ``inf``."""
-    x = values[touched]
+    """:func:`output_values` into a new array, where only ``touched`` may differ from
+    ``inf``."""
     # Codes are decoded into the bits of the public values, in the codes' own dtype.
-    stored = values.dtype if output.code_base is not None else dtype
+    decode = output.code_base is not None
+    stored = values.dtype if decode else dtype
     unreached = inf if output.unreached is None else output.unreached
     unreached = np.array(unreached, dtype).view(stored)[()]
-    public = x if output.code_base is None else values.dtype.type(output.code_base) - x
-    public = np.where(x == inf, unreached, public).astype(stored, copy=False)
-    out = values if not fresh and stored == values.dtype else np.empty(len(values), stored)
+    out = np.empty(len(values), stored)
     fill(out, unreached)
-    out[touched] = public
+    _convert_touched(out, values, touched, values.dtype.type(inf), unreached,
+                     values.dtype.type(output.code_base if decode else 0), decode)
     return out.view(dtype)
+
+
+@njit(cache=True)
+def _convert_touched(out, values, touched, inf, unreached, base, decode):
+    """``out[v]`` of each touched ``v``: ``unreached`` where ``values[v]`` is ``inf``, else
+    the value (``base`` minus it where ``decode``)."""
+    for v in touched:
+        x = values[v]
+        out[v] = unreached if x == inf else (base - x if decode else x)

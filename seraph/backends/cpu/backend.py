@@ -81,23 +81,22 @@ class CpuBackend(HostPush):
         self._touched_count = 0
         self.vectors = {name: np.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
         # A recomputing program's partial sums of the vertices split across pages.
-        self.page_sums = np.zeros(2 * graph.num_pages if algorithm.recompute else 0)
+        self.page_sums = np.zeros(2 * graph.num_pages) if algorithm.recompute else _NO_SUMS
         self.changed = _NO_FLAGS  # made by the first round that flags (_flags)
-        self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
+        self.states = _NO_FLAGS if table is None else np.full(n, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
-        self._no_weights = np.zeros(0, dtype=np.float32)
         # The sweeps read each edge's operand (caches.operands): a page's weights, or what
         # the edge operator makes of them, which a copy makes in place.
         if layout.resident:
             # Every page is resident: the slot buffers are the graph's own arrays.
             self.slot_indices = indices
             self.slot_weights = graph_operands(graph, algorithm.op, "csc") \
-                if layout.weights else self._no_weights
+                if layout.weights else _NO_WEIGHTS
         else:
             self.slot_indices = np.zeros(layout.num_slots * pe, dtype=np.int32)
             dtype = operand_dtype(algorithm.op)
             self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=dtype)
-                                 if layout.weights else self._no_weights)
+                                 if layout.weights else _NO_WEIGHTS)
         # SSSP's pulls stop at the first in-edge too heavy to help where rows are listed
         # lightest first.
         self._by_weight = algorithm.lightest_first and graph.rows_by_weight
@@ -325,8 +324,11 @@ class CpuBackend(HostPush):
             hand_back(self.graph, self._clean_pool, self.values)
 
 
-#: No changed flags yet (CpuBackend._flags).
+#: What a run keeps where it needs none, shared (nothing can be written to them): changed
+#: flags (until a round flags, CpuBackend._flags) or weak states, partial sums, weights.
 _NO_FLAGS = np.zeros(0, dtype=np.uint8)
+_NO_SUMS = np.zeros(0, dtype=np.float64)
+_NO_WEIGHTS = np.zeros(0, dtype=np.float32)
 
 
 def _chunks() -> int:

@@ -481,11 +481,16 @@ def _edge_weights(indices: np.ndarray, weights: np.ndarray | None, values: np.nd
     if values.dtype != dtype:
         raise ValueError(f"edge operator {op} relaxes {dtype} values, got {values.dtype}")
     if not OPERATORS[op].weighted:
-        return np.array([1 if op == HOP else 0], dtype=dtype), 0
+        return _CONSTANT_WEIGHTS[op], 0
     want = operand_dtype(op)
     if weights is None or weights.dtype != want or len(weights) != len(indices):
         raise ValueError(f"edge operator {op} needs {want} operands, one per edge")
     return weights, 1
+
+
+#: HOP's and LABEL's one weight, read by the kernels, never written.
+_CONSTANT_WEIGHTS = {op: np.array([1 if op == HOP else 0], dtype=value_dtype(op))
+                     for op in OPERATORS if not OPERATORS[op].weighted}
 
 
 def round_pieces() -> int:
