@@ -223,8 +223,8 @@ class CpuBackend(HostPush):
         self._touched_count += len(vertices)
         if self._touched_count * SPARSE_SHARE > len(self.values):
             self._touched = None  # too many for the readback to read alone
-        else:
-            self._touched.append(vertices)
+        else:  # a copy: the push engine's lists may be views of a buffer for every vertex
+            self._touched.append(np.array(vertices, dtype=np.int64))
 
     def vector(self, name: str) -> np.ndarray:
         if name == "values":

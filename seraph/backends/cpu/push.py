@@ -407,7 +407,10 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     if not ordered:
         nxt.sort()
-    changed = _sorted_union([lowered, frontier[values[frontier] < start]], len(values))
+    # ``lowered`` lists a vertex once, and one of the frontier only where it was lowered
+    # from unreached (so it is in ``again`` too).
+    again = frontier[values[frontier] < start]
+    changed = _sorted_union([lowered, again], len(values)) if len(again) else lowered
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
                       changed=changed)
 
