@@ -44,7 +44,7 @@ from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
 from seraph.backends.output import SPARSE_SHARE, output_values
 from seraph.interrupts import STOP
-from seraph.kernels import kernel
+from seraph.kernels import kernel, serial
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
 from seraph.spec import OPERAND, SCALE, Output
 
@@ -76,7 +76,8 @@ class CpuBackend(HostPush):
         self._hand_back = False  # whether close gives the values to the graph's next run
         self.values = np.empty(n, dtype=algorithm.dtype) if clean is None else clean
         # The vertices whose values may have left the algorithm's infinity, while they are
-        # few (None: any vertex): the readback reads them alone (output_values).
+        # small work and few of all (None: any vertex): the readback reads them alone
+        # (output_values), on this thread.
         self._touched: list[np.ndarray] | None = None
         self._touched_count = 0
         self.vectors = {name: np.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
@@ -211,18 +212,19 @@ class CpuBackend(HostPush):
             self.algorithm.initial_values(len(self.values), source, out=self.values)
         self._at_infinity = False
         self._offering_for = -1
+        self._touched = None
         if self.algorithm.needs_source:  # every value but the source's is infinity
-            self._touched, self._touched_count = [np.array([source], dtype=np.int64)], 1
-        else:
-            self._touched = None
+            self._touched, self._touched_count = [], 0
+            self._touch(np.array([source], dtype=np.int64))
 
     def _touch(self, vertices: np.ndarray) -> None:
         """``vertices``' values may have left infinity (see ``_touched``)."""
         if self._touched is None:
             return
         self._touched_count += len(vertices)
-        if self._touched_count * SPARSE_SHARE > len(self.values):
-            self._touched = None  # too many for the readback to read alone
+        if not serial(self._touched_count) or \
+                self._touched_count * SPARSE_SHARE > len(self.values):
+            self._touched = None  # the readback takes a pass over all, parallel where large
         else:  # a copy: the push engine's lists may be views of a buffer for every vertex
             self._touched.append(np.array(vertices, dtype=np.int64))
 
