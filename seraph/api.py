@@ -127,13 +127,14 @@ def execute(graph: Graph, algorithm: Algorithm, source: int | None, config: Engi
         return run_engine(graph, algorithm, source, config)
 
 
-@contextlib.contextmanager
-def threads(count: int | None):
+def threads(count: int | None) -> contextlib.AbstractContextManager:
     """Within: numba's kernels run on ``count`` threads (None: as many as before); the
     caller's count is restored after."""
-    if count is None:
-        yield
-        return
+    return contextlib.nullcontext() if count is None else _threads(count)
+
+
+@contextlib.contextmanager
+def _threads(count: int):
     before = numba.get_num_threads()
     numba.set_num_threads(count)
     try:

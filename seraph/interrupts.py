@@ -11,9 +11,10 @@ The flag is set from a thread of our own: within :func:`stoppable`, CPython's C-
 handler writes each signal's number to a socket (``signal.set_wakeup_fd``) as the signal
 comes, whatever the main thread is doing, and the thread reading it sets the flag. It can
 do that while a kernel runs because the long kernels release the GIL (``nogil=True``).
-The thread and its socket are made once a process: a call pays only a byte's round trip
-to the thread at its end, so that every signal of the call is read before the flag is
-cleared.
+The thread and its socket are made once a process. Every signal of a call is read before
+the flag is cleared at its end: where a byte is still unread, or the thread is reading one,
+the call waits for a byte of its own to come round through it; otherwise (no signal came,
+as in nearly every call) it waits for nothing.
 
 The handler itself must not raise where a kernel's wrapper calls back into Python
 (numba.core.serialize._numba_unpickle, while it boxes the kernel's results): the wrapper
@@ -25,6 +26,7 @@ handler once the kernel has returned (the engine checks between rounds, and at t
 
 from __future__ import annotations
 
+import _signal
 import contextlib
 import os
 import signal
@@ -54,6 +56,8 @@ _forward = -1
 #: call could come.
 _caught_up = threading.Event()
 _READ_UP = 0  # no signal has the number 0
+#: True while the watcher reads and handles what came (from before it takes the bytes).
+_reading = False
 
 
 def stopping() -> bool:
@@ -84,10 +88,12 @@ def stoppable() -> Iterator[None]:
         yield
         return
     global _forward
-    handlers = {signum: signal.getsignal(signum) for signum in STOPPING}
+    # _signal's functions, not signal's: those wrap every number in an enum, which costs a
+    # small call more than the rest of this.
+    handlers = {signum: _signal.getsignal(signum) for signum in STOPPING}
     for signum, handler in handlers.items():
         if callable(handler):
-            signal.signal(signum, holding_in_compiled_code(handler))
+            _signal.signal(signum, holding_in_compiled_code(handler))
     writer = _watcher()
     _forward = signal.set_wakeup_fd(writer.fileno())
     _depth += 1
@@ -98,12 +104,15 @@ def stoppable() -> Iterator[None]:
         _depth -= 1
         for signum, handler in handlers.items():
             if callable(handler):
-                signal.signal(signum, handler)
+                _signal.signal(signum, handler)
         signal.set_wakeup_fd(_forward)
-        # The watcher reads what is left of this call's signals, then the marker.
-        _caught_up.clear()
-        writer.send(bytes([_READ_UP]))
-        _caught_up.wait()
+        # No signal reaches the socket from here on. Where a byte is unread, or the watcher
+        # took some and is still handling them (looked at after the socket: it says so
+        # before it takes them), it reads what is left of this call's, then the marker.
+        if _unread(_wakeup[0]) or _reading:
+            _caught_up.clear()
+            writer.send(bytes([_READ_UP]))
+            _caught_up.wait()
         _forward = -1
         STOP[0] = 0
         _held.clear()
@@ -120,6 +129,14 @@ def _watcher() -> socket.socket:
                          name="seraph-interrupts").start()
         _wakeup = reader, writer
     return _wakeup[1]
+
+
+def _unread(reader: socket.socket) -> bool:
+    """Whether a byte waits in the watcher's socket (looked at, not taken)."""
+    try:
+        return bool(reader.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return False
 
 
 def holding_in_compiled_code(handler: Callable) -> Callable:
@@ -156,8 +173,12 @@ def send_again(signum: int) -> None:
 def _watch(reader: socket.socket) -> None:
     """Sets :data:`STOP` on each stopping signal's number read, passes every number on to
     the wakeup fd that was there before the call (an event loop's, say), and says when it
-    has read a call's last (:data:`_READ_UP`)."""
-    while data := reader.recv(64):
+    has read a call's last (:data:`_READ_UP`). It says it is reading (:data:`_reading`)
+    before it takes the bytes that came, and until it has handled them."""
+    global _reading
+    while reader.recv(1, socket.MSG_PEEK):  # wait for a byte, taking none
+        _reading = True
+        data = reader.recv(64)
         signals = bytes(b for b in data if b != _READ_UP)
         for signum in signals:
             if signum in STOPPING:
@@ -165,13 +186,14 @@ def _watch(reader: socket.socket) -> None:
         if signals and _forward >= 0:
             with contextlib.suppress(OSError):
                 os.write(_forward, signals)
+        _reading = False
         if len(signals) < len(data):
             _caught_up.set()
 
 
 def _forget_watcher() -> None:
-    global _wakeup
-    _wakeup = None
+    global _wakeup, _reading
+    _wakeup, _reading = None, False
 
 
 os.register_at_fork(after_in_child=_forget_watcher)

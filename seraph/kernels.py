@@ -21,7 +21,7 @@ import threading
 import types
 from collections.abc import Callable
 
-from numba import njit
+from numba import njit, prange
 
 #: Within a twin: True in ``.parallel``, False in ``.serial`` (a compile-time constant).
 PARALLEL = True
@@ -31,6 +31,10 @@ SERIAL_WORK = 1 << 16
 #: On a graph of fewer edges every call runs serially: its largest pass (a round over every
 #: edge, the setup of its summaries) is about a millisecond on one thread.
 SERIAL_GRAPH = 1 << 20
+#: A fill of fewer values runs serially: it writes at memory speed, so below this size
+#: sharing it out saves less than one descheduled thread of the pool costs on a busy
+#: machine (a scheduler quantum).
+SERIAL_FILL = 1 << 23
 
 _lock = threading.RLock()  # a twin makes the twins of the kernels it calls
 
@@ -112,3 +116,19 @@ def kernel(parallel: bool = False, **options) -> Callable[[Callable], Kernel]:
     A kernel that calls a twinned one is declared so too, with ``parallel`` False: its
     twins call the callee's twins of their own kind."""
     return lambda py_func: Kernel(py_func, parallel, options)
+
+
+def fill(a, value) -> None:
+    """``a[:] = value``: numpy's fill on the calling thread, on every thread past
+    :data:`SERIAL_FILL` values."""
+    if len(a) < SERIAL_FILL:
+        a.fill(value)
+    else:
+        _fill.parallel(a, a.dtype.type(value))
+
+
+@kernel(cache=True, parallel=True)
+def _fill(a, value):
+    chunks = max(1, min(len(a) >> 16, 1024))
+    for c in prange(chunks):
+        a[len(a) * c // chunks:len(a) * (c + 1) // chunks] = value

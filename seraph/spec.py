@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from seraph.kernels import fill
 from seraph.operators import EdgeOperator
 
 if TYPE_CHECKING:
@@ -183,12 +184,19 @@ class Algorithm:
         pull_floor`) and a device pushes levels further when pages move."""
         return self.strong_rule is not None and self.strong_rule.counts_rounds
 
-    def initial_values(self, num_vertices: int, source: int | None) -> np.ndarray:
+    def initial_values(self, num_vertices: int, source: int | None,
+                       out: np.ndarray | None = None) -> np.ndarray:
         """Values before the first round: 0 at the source (the offer's best start) and the
-        identity elsewhere, or every vertex its own id (CC)."""
+        identity elsewhere, or every vertex its own id (CC); written into ``out`` where
+        given (a backend's own array: built apart, they would be written twice)."""
         if not self.needs_source:
-            return np.arange(num_vertices, dtype=self.dtype)
-        values = np.full(num_vertices, self.inf, dtype=self.dtype)
+            ids = np.arange(num_vertices, dtype=self.dtype)
+            if out is None:
+                return ids
+            out[:] = ids
+            return out
+        values = np.empty(num_vertices, dtype=self.dtype) if out is None else out
+        fill(values, self.inf)
         values[source] = 0
         return values
 

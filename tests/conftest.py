@@ -66,6 +66,7 @@ def all_threads(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(kernels, "SERIAL_WORK", 0)
     monkeypatch.setattr(kernels, "SERIAL_GRAPH", 0)
+    monkeypatch.setattr(kernels, "SERIAL_FILL", 0)
 
 
 @pytest.fixture(autouse=True)

@@ -678,6 +678,22 @@ def test_one_watcher_serves_every_call_and_each_ends_caught_up():
         assert not interrupts.stopping()
 
 
+def test_a_call_that_no_signal_reached_waits_on_nothing(monkeypatch):
+    """With nothing in the socket and the watcher idle, a call's end does not wait for the
+    watcher's thread, which a busy machine may have descheduled."""
+    from seraph import interrupts
+
+    with interrupts.stoppable():
+        pass
+    waits = []
+    wait = interrupts._caught_up.wait
+    monkeypatch.setattr(interrupts._caught_up, "wait", lambda *a: waits.append(a) or wait(*a))
+    for _ in range(3):
+        with interrupts.stoppable():
+            pass
+    assert waits == [] and not interrupts.stopping()
+
+
 def test_a_forked_child_makes_its_own_watcher():
     """A child forked after a call has the socket's copy but not the thread: its calls make
     their own instead of waiting on one that is not there."""

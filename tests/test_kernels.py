@@ -30,6 +30,18 @@ def test_the_size_of_the_work_or_of_the_graph_picks_the_twin():
     assert serial(SERIAL_WORK, SERIAL_GRAPH - 1) and not serial(SERIAL_WORK, SERIAL_GRAPH)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+def test_a_fill_on_every_thread_writes_what_one_on_this_thread_does(monkeypatch, dtype):
+    from seraph import kernels
+
+    one, every = np.zeros(100_003, dtype), np.zeros(100_003, dtype)
+    kernels.fill(one, -1)
+    monkeypatch.setattr(kernels, "SERIAL_FILL", 0)
+    kernels.fill(every, -1)
+    assert (one == -1).all() and np.array_equal(one, every)
+    kernels.fill(every[:0], 1)  # nothing to fill
+
+
 def test_the_twins_are_one_function_compiled_two_ways():
     twins = output._convert
     assert twins.parallel.targetoptions["parallel"]

@@ -16,7 +16,14 @@ from numba import prange
 
 from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
 from seraph.backends.base import BottomUpResult, SweepResult
-from seraph.backends.caches import graph_operands, operand_dtype, operands, out_degrees
+from seraph.backends.caches import (
+    graph_operands,
+    hand_back,
+    operand_dtype,
+    operands,
+    out_degrees,
+    take_pooled,
+)
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
 from seraph.backends.cpu.gather import (
     EDGES_READ,
@@ -36,10 +43,11 @@ from seraph.backends.cpu.pull import (
 )
 from seraph.backends.cpu.push import ids_between
 from seraph.backends.cpu.union_find import trusted_components
+from seraph.backends.output import SPARSE_SHARE, output_values
 from seraph.interrupts import STOP
-from seraph.kernels import kernel
+from seraph.kernels import kernel, serial
 from seraph.predictors import OWES, STATE_MASK, take_owing_pages
-from seraph.spec import ACCUMULATOR, OPERAND, SCALE
+from seraph.spec import ACCUMULATOR, OPERAND, SCALE, Output
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
@@ -60,32 +68,42 @@ class CpuBackend(HostPush):
         indptr, indices, _weights = graph.csc()
         self.indptr = indptr
         n, pe = graph.num_vertices, graph.page_edges
-        self.values = np.empty(n, dtype=algorithm.dtype)
+        # A run from a source starts from values all at infinity where an earlier run on the
+        # graph left them so (result): it then writes only the source's.
+        self._clean_pool = ("values at infinity", algorithm.dtype.str, algorithm.inf)
+        clean = take_pooled(graph, self._clean_pool, lambda: None) \
+            if algorithm.needs_source else None
+        self._at_infinity = clean is not None
+        self._hand_back = False  # whether close gives the values to the graph's next run
+        self.values = np.empty(n, dtype=algorithm.dtype) if clean is None else clean
+        # The vertices whose values may have left the algorithm's infinity, while they are
+        # small work and few of all (None: any vertex): the readback reads them alone
+        # (output_values), on this thread.
+        self._touched: list[np.ndarray] | None = None
+        self._touched_count = 0
         self.vectors = {name: np.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
         # A recomputing program's partial sums of the vertices split across pages.
-        self.page_sums = np.zeros(2 * graph.num_pages if algorithm.recompute else 0)
-        self.changed = np.zeros(n, dtype=np.uint8)
-        self.states = np.full(n if table is not None else 0, self.initial_state, np.uint8)
+        self.page_sums = np.zeros(2 * graph.num_pages) if algorithm.recompute else _NO_SUMS
+        self.changed = _NO_FLAGS  # made by the first round that flags (_flags)
+        self.states = _NO_FLAGS if table is None else np.full(n, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
-        self._no_weights = np.zeros(0, dtype=np.float32)
         # The sweeps read each edge's operand (caches.operands): a page's weights, or what
         # the edge operator makes of them, which a copy makes in place.
         if layout.resident:
             # Every page is resident: the slot buffers are the graph's own arrays.
             self.slot_indices = indices
             self.slot_weights = graph_operands(graph, algorithm.op, "csc") \
-                if layout.weights else self._no_weights
+                if layout.weights else _NO_WEIGHTS
         else:
             self.slot_indices = np.zeros(layout.num_slots * pe, dtype=np.int32)
             dtype = operand_dtype(algorithm.op)
             self.slot_weights = (np.zeros(layout.num_slots * pe, dtype=dtype)
-                                 if layout.weights else self._no_weights)
+                                 if layout.weights else _NO_WEIGHTS)
         # SSSP's pulls stop at the first in-edge too heavy to help where rows are listed
         # lightest first.
         self._by_weight = algorithm.lightest_first and graph.rows_by_weight
-        self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-copy")
+        self._copier: ThreadPoolExecutor | None = None  # started by the first copy
         self._copies: dict[int, Future] = {}
-        self._chunks = 4 * numba.get_num_threads()
         # BFS sweeps' bitmap of the vertices offering the floor, and that floor: built once
         # a floor, not once a window (see _offering).
         self._offering, self._offering_for = NO_BITS, -1
@@ -112,6 +130,8 @@ class CpuBackend(HostPush):
         return start, time.perf_counter()
 
     def load(self, slot: int, page: int) -> None:
+        if self._copier is None:
+            self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seraph-copy")
         self._copies[slot] = self._copier.submit(self._copy, slot, page)
 
     def landed(self, slot: int) -> bool:
@@ -129,13 +149,14 @@ class CpuBackend(HostPush):
         offsets = self.slot_offsets(slots, pages)
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
         rule = self.algorithm.recompute
+        self._touched = None
         if rule is not None:
             counters = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
                 pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
                 g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
                 self.values, self.vectors[SCALE], self.page_sums, rule.factor, rule.eps,
                 predictor, table, self.states, self.block_epoch, self.layout.block_shift,
-                epoch, self._chunks, STOP)
+                epoch, _chunks(), STOP)
             return SweepResult(*(int(c) for c in counters[:EDGES_READ]), self.algorithm.inf,
                                edges_read=int(counters[EDGES_READ]))
         counters, minimum = sweep_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
@@ -144,8 +165,8 @@ class CpuBackend(HostPush):
             self.algorithm.op, self._by_weight, self.algorithm.levels, self.algorithm.inf,
             predictor,
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
-            self.states, self.changed,
-            self.block_epoch, self.layout.block_shift, epoch, self._chunks,
+            self.states, self._flags(),
+            self.block_epoch, self.layout.block_shift, epoch, _chunks(),
             self._offering_bits(predictor, threshold), STOP)
         return SweepResult(*(int(c) for c in counters), minimum)
 
@@ -158,7 +179,7 @@ class CpuBackend(HostPush):
             np.ascontiguousarray(pages, dtype=np.int64)[order],
             self.slot_offsets(slots, pages)[order], g.page_edges, g.num_edges,
             g.page_first_vertex, g.page_last_vertex, self.indptr, self.slot_indices, operand,
-            into, self._chunks, STOP)
+            into, _chunks(), STOP)
 
     def walk_step(self, damping: float, restart: float, vertex: int | None) -> float:
         """The step in one parallel pass over the vertices, after one for the sums' total
@@ -174,6 +195,7 @@ class CpuBackend(HostPush):
                                self.values, self.page_sums)
 
     def scale_sums(self, factor: float) -> None:
+        self._touched = None
         self.values *= factor
         self.page_sums *= factor
 
@@ -194,12 +216,54 @@ class CpuBackend(HostPush):
     def set_values(self, values: np.ndarray) -> None:
         self.values[:] = values
         self._offering_for = -1  # values may have gone up: the bitmap is no longer true
+        self._touched = None
+
+    def init_values(self, source: int | None) -> None:
+        if self._at_infinity:
+            self.values[source] = 0
+        else:
+            self.algorithm.initial_values(len(self.values), source, out=self.values)
+        self._at_infinity = False
+        self._offering_for = -1
+        self._touched = None
+        if self.algorithm.needs_source:  # every value but the source's is infinity
+            self._touched, self._touched_count = [], 0
+            self._touch(np.array([source], dtype=np.int64))
+
+    def _touch(self, vertices: np.ndarray) -> None:
+        """``vertices``' values may have left infinity (see ``_touched``)."""
+        if self._touched is None:
+            return
+        self._touched_count += len(vertices)
+        if not serial(self._touched_count) or \
+                self._touched_count * SPARSE_SHARE > len(self.values):
+            self._touched = None  # the readback takes a pass over all, parallel where large
+        else:  # a copy: the push engine's lists may be views of a buffer for every vertex
+            self._touched.append(np.array(vertices, dtype=np.int64))
+
+    def vector(self, name: str) -> np.ndarray:
+        if name == "values":
+            self._touched = None  # the caller may write any of them
+        return super().vector(name)
 
     def host_values(self) -> np.ndarray:
         return self.values
 
+    def result(self, output: Output) -> np.ndarray:
+        inf = self.algorithm.inf
+        if self._touched is None:
+            return output_values(self.values, inf, output, fresh=False)
+        # Few vertices touched: read back from them alone into a new array, and put them
+        # back at infinity, so that the graph's next run starts from these values (close).
+        touched = np.concatenate(self._touched)
+        out = output_values(self.values, inf, output, fresh=True, touched=touched)
+        self.values[touched] = inf
+        self._hand_back = True
+        return out
+
     def apply_host_changes(self, changed: np.ndarray, epoch: int) -> None:
         # The push engine wrote straight into self.values; only the bookkeeping remains.
+        self._touch(changed)
         self.mark_blocks(changed, epoch)
         if self.table is not None:
             # A push success is a success (back to the initial state), but it relaxed only
@@ -210,10 +274,12 @@ class CpuBackend(HostPush):
         """Union-find over the graph's CSC, which the host holds whole: each edge is read
         once or twice (Afforest's sampling, then the rest outside the giant component)."""
         indptr, indices, _ = self.graph.csc()
+        self._touched = None
         self.values[:] = trusted_components(indptr, indices, self.graph.num_vertices)
 
     def label_unreached(self) -> np.ndarray:
         """The labels of :func:`~seraph.backends.cpu.pull.label_from_reach`, in place."""
+        self._touched = None
         return label_from_reach.over(len(self.values), self.graph.num_edges)(
             self.values, out_degrees(self.graph), self.algorithm.inf)
 
@@ -225,8 +291,7 @@ class CpuBackend(HostPush):
         return self.block_epoch
 
     def take_changed(self, edge_limit: float) -> np.ndarray | None:
-        # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
-        flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
+        flags, self.changed = self._flags(), _NO_FLAGS
         # np.flatnonzero, in parallel where large
         vertices = ids_between.over(len(flags), self.graph.num_edges)(flags, np.int64(1),
                                                                        np.int64(1))
@@ -243,7 +308,8 @@ class CpuBackend(HostPush):
                                              graph_operands(self.graph, alg.op, "csc"),
                                              self.values, vertices, alg.op, alg.inf,
                                              threshold, self._by_weight, alg.levels)
-        self.changed[lowered] = 1
+        self._flags()[lowered] = 1
+        self._touch(lowered)
         self.mark_blocks(lowered, epoch)
         return BottomUpResult(len(vertices), len(lowered), minimum, edges)
 
@@ -256,9 +322,33 @@ class CpuBackend(HostPush):
         return _state_counts.over(len(self.states), self.graph.num_edges)(
             self.states, self.table.shape[1]).tolist()
 
+    def _flags(self) -> np.ndarray:
+        """The changed flags, a byte per vertex, made where the run has none yet: a run of
+        push rounds alone needs none."""
+        if self.changed is _NO_FLAGS:
+            # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
+            self.changed = np.zeros(len(self.values), np.uint8)
+        return self.changed
+
     def close(self) -> None:
         super().close()
-        self._copier.shutdown(wait=True)
+        if self._copier is not None:
+            self._copier.shutdown(wait=True)
+        if self._hand_back:
+            self._hand_back = False
+            hand_back(self.graph, self._clean_pool, self.values)
+
+
+#: What a run keeps where it needs none, shared (nothing can be written to them): changed
+#: flags (until a round flags, CpuBackend._flags) or weak states, partial sums, weights.
+_NO_FLAGS = np.zeros(0, dtype=np.uint8)
+_NO_SUMS = np.zeros(0, dtype=np.float64)
+_NO_WEIGHTS = np.zeros(0, dtype=np.float32)
+
+
+def _chunks() -> int:
+    """The pieces a sweep's pages are cut into: four a thread of the call."""
+    return 4 * numba.get_num_threads()
 
 
 @kernel(cache=True, parallel=True)

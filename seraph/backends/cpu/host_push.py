@@ -9,12 +9,13 @@ import numpy as np
 
 from seraph.backends.base import Backend, PushOutcome
 from seraph.backends.caches import (
+    graph_cached,
     graph_max_out_degree,
     graph_operands,
     hand_back,
     take_pooled,
 )
-from seraph.backends.cpu.push import Scratch, push_until
+from seraph.backends.cpu.push import Scratch, push_until, weight_sample
 
 
 class HostPush(Backend):
@@ -34,11 +35,14 @@ class HostPush(Backend):
             self._scratch = take_pooled(graph, "push_scratch",
                                         lambda: Scratch(graph.num_vertices))
         values = self.host_values()
-        res = push_until(indptr, indices, graph_operands(graph, alg.op, "csr"), values,
-                         np.asarray(frontier),
+        weights = graph_operands(graph, alg.op, "csr")
+        # Delta-stepping's bins are sized by the weights, sampled once a graph.
+        sample = graph_cached(graph, ("weight sample", alg.op),
+                              lambda: weight_sample(weights)) if alg.operator.binned else None
+        res = push_until(indptr, indices, weights, values, np.asarray(frontier),
                          alg.op, int(edge_limit), None if self.push_in_bins else math.inf,
                          scratch=self._scratch,
-                         max_degree=graph_max_out_degree(graph))
+                         max_degree=graph_max_out_degree(graph), sample=sample)
         if len(res.changed):
             self.apply_host_changes(res.changed, epoch)
         # Read after apply_host_changes: host_values is the backend's own buffer.

@@ -149,7 +149,8 @@ class Scratch:
 def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                values: np.ndarray, frontier: np.ndarray, op: int,
                max_frontier_edges: int, delta: float | None = None,
-               scratch: Scratch | None = None, max_degree: int | None = None) -> PushResult:
+               scratch: Scratch | None = None, max_degree: int | None = None,
+               sample: tuple[float, float] | None = None) -> PushResult:
     """Push until converged or until the waiting vertices have ``max_frontier_edges``
     out-edges or more (the hand-back to the dense engine).
 
@@ -161,27 +162,41 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
     by :func:`default_delta`; ``math.inf``: plain rounds, unordered). Unit and zero weights
     always push in rounds, which for them is already in order.
 
-    ``scratch`` (for ``len(values)`` vertices) saves allocating the per-vertex arrays, and
-    ``max_degree`` (the largest out-degree) a pass over ``indptr``.
+    ``scratch`` (for ``len(values)`` vertices) saves allocating the per-vertex arrays,
+    ``max_degree`` (the largest out-degree) a pass over ``indptr``, and ``sample``
+    (:func:`weight_sample` of ``weights``) sampling the weights.
     """
     edge_weights, stride = _edge_weights(indices, weights, values, op)
     frontier = np.asarray(frontier, dtype=np.int64)
     if scratch is None or scratch.num_vertices != len(values):
         scratch = Scratch(len(values))
     if OPERATORS[op].binned:
-        delta = default_delta(indptr, weights) if delta is None else _checked_delta(delta)
+        sample = weight_sample(weights) if sample is None else sample
+        delta = default_delta(indptr, weights, sample) if delta is None else \
+            _checked_delta(delta)
         if delta != math.inf:
             return _ordered(indptr, indices, edge_weights, values, frontier,
-                            max_frontier_edges, delta, scratch.pend())
+                            max_frontier_edges, delta, scratch.pend(), sample[1])
     if max_degree is None:
         max_degree = max_out_degree(indptr)
     return _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
                    max_frontier_edges, scratch.in_next(), max_degree)
 
 
-def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
+def weight_sample(weights: np.ndarray) -> tuple[float, float]:
+    """The mean and the largest of a strided sample of ``weights`` (0 for none), which
+    delta-stepping's bins are sized by."""
+    sample = weights[:: max(1, len(weights) // _WEIGHT_SAMPLES)]
+    if not len(sample):
+        return 0.0, 0.0
+    return float(sample.mean(dtype=np.float64)), float(sample.max())
+
+
+def default_delta(indptr: np.ndarray, weights: np.ndarray,
+                  sample: tuple[float, float] | None = None) -> float:
     """The delta-stepping bin width for a graph: ``_DELTA_DEGREES`` mean weights per average
-    out-degree (from a strided sample of the weights).
+    out-degree (from a strided sample of the weights, or ``sample``, their
+    :func:`weight_sample`).
 
     Meyer and Sanders' delta for random weights is Theta(max weight / degree): each bin then
     holds about as many vertices as one round can use, and a vertex is rarely lowered after
@@ -191,7 +206,7 @@ def default_delta(indptr: np.ndarray, weights: np.ndarray) -> float:
     m = len(weights)
     if m == 0:
         return 1.0
-    mean = float(weights[:: max(1, m // _WEIGHT_SAMPLES)].mean(dtype=np.float64))
+    mean = (weight_sample(weights) if sample is None else sample)[0]
     degree = m / max(1, len(indptr) - 1)
     return _DELTA_DEGREES * mean / degree if mean > 0 else 1.0
 
@@ -379,12 +394,11 @@ def _push_alone_round(indptr, indices, weights, stride, op, values, inf, frontie
 
 
 def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, delta,
-             pend) -> PushResult:
-    """Delta-stepping from ``frontier`` (stored float32 weights; ``pend``: all _UNTOUCHED,
-    and so again on return)."""
-    sample = weights[:: max(1, len(weights) // _WEIGHT_SAMPLES)]
+             pend, largest) -> PushResult:
+    """Delta-stepping from ``frontier`` (stored float32 weights, the largest sampled
+    ``largest``; ``pend``: all _UNTOUCHED, and so again on return)."""
     # Ring bins for every bin one push can reach, so the far pile only takes initial values.
-    reach = float(sample.max()) / delta if len(sample) else 0.0
+    reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     start = values[frontier]
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
@@ -393,7 +407,10 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     if not ordered:
         nxt.sort()
-    changed = _sorted_union([lowered, frontier[values[frontier] < start]], len(values))
+    # ``lowered`` lists a vertex once, and one of the frontier only where it was lowered
+    # from unreached (so it is in ``again`` too).
+    again = frontier[values[frontier] < start]
+    changed = _sorted_union([lowered, again], len(values)) if len(again) else lowered
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
                       changed=changed)
 
@@ -467,11 +484,16 @@ def _edge_weights(indices: np.ndarray, weights: np.ndarray | None, values: np.nd
     if values.dtype != dtype:
         raise ValueError(f"edge operator {op} relaxes {dtype} values, got {values.dtype}")
     if not OPERATORS[op].weighted:
-        return np.array([1 if op == HOP else 0], dtype=dtype), 0
+        return _CONSTANT_WEIGHTS[op], 0
     want = operand_dtype(op)
     if weights is None or weights.dtype != want or len(weights) != len(indices):
         raise ValueError(f"edge operator {op} needs {want} operands, one per edge")
     return weights, 1
+
+
+#: HOP's and LABEL's one weight, read by the kernels, never written.
+_CONSTANT_WEIGHTS = {op: np.array([1 if op == HOP else 0], dtype=value_dtype(op))
+                     for op in OPERATORS if not OPERATORS[op].weighted}
 
 
 def round_pieces() -> int:
