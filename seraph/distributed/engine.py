@@ -95,8 +95,17 @@ class Waiting:
             self.clean.discard(0)
             return
         keys = self._keys(vertices)
-        order = np.argsort(keys, kind="stable")
-        keys, vertices = keys[order], vertices[order]
+        low, high = int(keys.min()), int(keys.max())
+        if low == high:
+            self.buckets.setdefault(low, []).append(vertices)
+            self.clean.discard(low)
+            return
+        # A stable sort by bucket, keeping each bucket's vertices in order: numpy radix
+        # sorts 16-bit keys, and a step's changes span few buckets.
+        keys -= low
+        order = np.argsort(keys.astype(np.uint16) if high - low < 1 << 16 else keys,
+                           kind="stable")
+        keys, vertices = keys[order] + low, vertices[order]
         cuts = np.flatnonzero(np.diff(keys)) + 1
         for key, part in zip(keys[np.r_[0, cuts]].tolist(), np.split(vertices, cuts), strict=True):
             self.buckets.setdefault(key, []).append(part)
