@@ -23,7 +23,9 @@ from seraph.backends.cpu.gather import (
     gather_pages,
     recompute_pages,
     split_sums_from_values,
+    walk_operands,
     walk_step,
+    walk_totals,
 )
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
@@ -167,6 +169,21 @@ class CpuBackend(HostPush):
         return float(walk_step.over(len(self.values), self.graph.num_edges)(
             self.values, v[ACCUMULATOR], v[OPERAND], v[SCALE], damping, restart,
             -1 if vertex is None else vertex))
+
+    def walk_totals(self) -> tuple[float, float]:
+        """Both totals in one parallel pass (gather.walk_totals)."""
+        total, dangling = walk_totals.over(len(self.values), self.graph.num_edges)(
+            self.values, self.vectors[SCALE])
+        return float(total), float(dangling)
+
+    def walk_operands(self, damping: float, factor: float, vertex: int | None) -> None:
+        """The values' scaling and the operand in one parallel pass (gather.walk_operands),
+        and the partial sums' scaling beside it."""
+        walk_operands.over(len(self.values), self.graph.num_edges)(
+            self.values, self.vectors[OPERAND], self.vectors[SCALE], damping, factor,
+            -1 if vertex is None else vertex)
+        if factor != 1:
+            self.page_sums *= factor
 
     def split_sums_from_values(self) -> None:
         g = self.graph
