@@ -28,7 +28,7 @@ from seraph.backends.cpu.pull import (
     page_span,
 )
 from seraph.kernels import PARALLEL, kernel
-from seraph.predictors import WEAK, weak_record, weak_skip
+from seraph.predictors import WEAK, weak_record, weak_record_part, weak_skip
 
 #: The column of the edges read, after pull.py's counters.
 EDGES_READ = NUM_COUNTERS
@@ -206,27 +206,28 @@ def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, 
 
     A vertex whose in-edges lie in one page recomputes its sum; one split across pages
     recomputes the piece of each page of the span in turn, each held to its own partial
-    sum (:func:`recompute_pages`). The vertices go in ascending order, so the end of the
-    page holding a vertex's first in-edge in the span only moves forward."""
+    sum (:func:`recompute_pages`). The weak predictor skips or attempts a vertex whose
+    in-edges all lie in the span as a whole; one with in-edges outside it always attempts
+    its pieces here, and keeps any debt (:func:`~seraph.predictors.weak_record_part`).
+    The vertices go in ascending order, so the end of the page holding a vertex's first
+    in-edge in the span only moves forward."""
     end, shift = base + length, offset - base
+    weak = predictor & WEAK
     attempted = succeeded = skipped = edges = 0
-    lo = max(indptr[v0], base)
-    page = lo // page_edges  # the page holding edge lo, and its end
-    page_end = (page + 1) * page_edges
+    # The end of the page holding the first in-edge in the span of the last vertex attempted.
+    page_end = base + ((max(indptr[v0], base) - base) // page_edges + 1) * page_edges
     for v in range(v0, v1):
         row_lo, row_hi = indptr[v], indptr[v + 1]
         lo, hi = max(row_lo, base), min(row_hi, end)
         if lo >= hi:
             continue
+        whole = row_lo == lo and row_hi == hi
+        if weak and whole and weak_skip(table, states, v):
+            skipped += 1
+            continue
         while lo >= page_end:
-            page += 1
             page_end += page_edges
         if row_lo >= page_end - page_edges and row_hi <= page_end:  # in one page
-            # A vertex split across pages always attempts (as pull.py's): its state must
-            # describe all of its in-edges.
-            if predictor & WEAK and weak_skip(table, states, v):
-                skipped += 1
-                continue
             attempted += 1
             edges += hi - lo
             total = _row_sum(indices, operand, lo + shift, hi + shift)
@@ -237,30 +238,32 @@ def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, 
                 operand[v] += factor * scale[v] * change
                 block_epoch[v >> block_shift] = epoch
                 succeeded += 1
-            if predictor & WEAK:
+            if weak:
                 weak_record(table, states, v, success)
             continue
         # Split: what each page last gave v is its partial sum of the vertex it shares with
         # the page before (slot 0) or after (slot 1).
-        piece, piece_start = page, page_end - page_edges
+        moved = False
+        piece_start = page_end - page_edges
         while piece_start < hi:
             piece_lo, piece_hi = max(row_lo, piece_start), min(row_hi, piece_start + page_edges)
             attempted += 1
             edges += piece_hi - piece_lo
             total = _row_sum(indices, operand, piece_lo + shift, piece_hi + shift)
-            at = 2 * piece + (0 if row_lo < piece_start else 1)
+            at = 2 * (piece_start // page_edges) + (0 if row_lo < piece_start else 1)
             change = total - page_sums[at]
-            success = abs(change) > eps * page_sums[at]
-            if success:
+            if abs(change) > eps * page_sums[at]:
                 page_sums[at] = total
                 values[v] += change
                 operand[v] += factor * scale[v] * change
                 block_epoch[v >> block_shift] = epoch
                 succeeded += 1
-            if predictor & WEAK:
-                weak_record(table, states, v, success)
-            piece += 1
+                moved = True
             piece_start += page_edges
+        if weak and whole:
+            weak_record(table, states, v, moved)
+        elif weak:
+            weak_record_part(table, states, v, moved)
     counters[chunk, ATTEMPTED] += attempted
     counters[chunk, SUCCEEDED] += succeeded
     counters[chunk, SKIPPED_WEAK] += skipped
@@ -337,8 +340,8 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
             ranges = min(v_end - v_first, max(num_chunks, work // RANGE_WORK))
             _recompute_chunks(_cuts(indptr, v_first, v_end, ranges), num_chunks, base, length,
                               page_edges, indptr, indices, offsets[k], operand, values, scale,
-                              page_sums, factor, eps, predictor, table, states, block_epoch,
-                              block_shift, epoch, counters)
+                              page_sums, factor, eps, predictor, table, states,
+                              block_epoch, block_shift, epoch, counters)
         k = j
     return counters.sum(axis=0)
 
