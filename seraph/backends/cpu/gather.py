@@ -4,9 +4,10 @@
 destination vertex of a page it adds ``operand[u]``, summed over the page's in-edges
 ``(u -> v)`` in float64, to ``into[v]``. :func:`recompute_pages` is a recomputing
 program's sweep (:class:`seraph.spec.Recompute`): each attempted vertex's sum is
-recomputed, not added to. Pages (the gather's spans of pages) go one after another, the
-vertices of a large one in parallel, so no two threads write one vertex: a vertex whose
-in-edges span two pages gets the two partial sums one after the other.
+recomputed, not added to. Both go by spans of pages that lie one after another in the
+slots, one span after another, the vertices of a large one in parallel ranges, so no two
+threads write one vertex: a vertex whose in-edges span two pages gets the two partial
+sums one after the other.
 
 :func:`walk_step` is an iterating program's step from the sums: its new values, their
 change and the next operand in one parallel pass; :func:`walk_totals` and
