@@ -169,15 +169,18 @@ class Delta(PageRankProgram):
         + d (z's sum over the vertices without out-edges)``; ``y = p + d t``, so scaling
         ``t`` by ``(1 - b(p)) / (d b(t))`` meets it (``owed``: ``1 - b(p)``). A projection
         onto what the solution meets, not a feedback: what is left decays as the power
-        iteration's error does. The operands are recomputed from the sums either way
+        iteration's error does. Scaled sums give new operands
         (:meth:`~seraph.backends.base.Backend.walk_operands`, in the same pass as the
-        scaling where the backend fuses them)."""
+        scaling where the backend fuses them); otherwise the operands stand, since every
+        write of a sum moved its operand with it, and a late round, which writes few sums,
+        makes no pass over every vertex but the totals'."""
         d = self.damping
         total, dangling = be.walk_totals()
         have = d * ((1 - d) * total + d * dangling)
         factor = owed / have if have > 0 else 1.0
         moved = abs(factor - 1) > self.tolerance / 2
-        be.walk_operands(d, factor if moved else 1.0, self.personalization)
+        if moved:
+            be.walk_operands(d, factor, self.personalization)
         return moved
 
     def drive(self, run) -> None:
