@@ -48,9 +48,10 @@ from seraph.spec import ACCUMULATOR, OPERAND, SCALE
 #: have m/2 out-edges, not m/20 (docs/engine.md, "Dense and sparse phases").
 ORDERED_PUSH_ALPHA = 2.0
 #: A pass over the vertices alone between rounds (a recomputing program's totals and
-#: operands, the weak states' counts) runs on the calling thread below this many: a tenth
-#: of a millisecond or so there, less than waking the pool may cost on a busy machine.
-SERIAL_VERTICES = 1 << 18
+#: operands, the weak states' counts) runs on the calling thread below this many: a
+#: millisecond or less there, about what waking the pool may cost on a busy machine, where
+#: a thread the pool waits for can be descheduled for longer.
+SERIAL_VERTICES = 1 << 20
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
 #: in-edge once with no atomic write, where a pushed edge also writes atomically.
 PULL_PER_PUSH = 2
