@@ -298,6 +298,15 @@ def weak_record(table: np.ndarray, states: np.ndarray, v: int, success: bool) ->
     states[v] = table[ON_SUCCESS if success else ON_FAILURE, states[v] & STATE_MASK]
 
 
+@njit(inline="always", cache=True)
+def weak_record_part(table: np.ndarray, states: np.ndarray, v: int, success: bool) -> None:
+    """:func:`weak_record` for an attempt that read some of v's in-edges only (a vertex
+    split across pages, of which a sweep held some): a debt from an earlier skip stays,
+    since the rest were not attempted."""
+    s = states[v]
+    states[v] = table[ON_SUCCESS if success else ON_FAILURE, s & STATE_MASK] | (s & OWES)
+
+
 def take_owing_pages(xp, states, initial_state, page_first, page_last):
     """The pages holding in-edges of the vertices whose state owes an attempt, which are
     reset to ``initial_state``; ``xp`` is numpy or cupy (the states stay where they are).

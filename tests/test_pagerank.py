@@ -32,6 +32,7 @@ from seraph.backends.layout import REDUCE_SCRATCH, Layout
 from seraph.cli import main
 from seraph.errors import ConfigError, InputError
 from seraph.graph import Graph
+from seraph.predictors import WEAK
 from seraph.spec import ACCUMULATOR, OPERAND, SCALE
 
 #: networkx's own tolerance (it stops at n * tol): far below any bound checked here.
@@ -191,16 +192,27 @@ def test_a_larger_paged_graph_reads_every_page_once_an_iteration(device):
 
 @pytest.mark.parametrize("slots", [None, 2])
 @pytest.mark.parametrize("tolerance", [1e-4, 1e-6])
-def test_the_parallel_kernels_rank_as_networkx(slots, tolerance, all_threads):
+@pytest.mark.parametrize("method", ["power", "delta"])
+def test_the_parallel_kernels_rank_as_networkx(slots, tolerance, method, all_threads):
     """The CPU's parallel twins, however small the work (the fixture all_threads): spans of
     whole pages (a resident graph's in one) cut into vertex ranges of equal work, on
-    in-degrees as skewed as an R-MAT's, with either share type."""
+    in-degrees as skewed as an R-MAT's (hubs split across pages), with either share type;
+    PageRank-delta's ranges taken in turn by the threads, with and without the weak
+    predictor."""
     rng = np.random.default_rng(7)
     n, m = 3000, 40_000
     dst = (rng.pareto(1.0, m) * 10).astype(np.int64) % n
-    res = check_against_networkx(n, rng.integers(0, n, m).tolist(), dst.tolist(), "cpu",
-                                 page_edges=8192, slots=slots, tolerance=tolerance)
-    assert res.stats.edges_swept == m * res.iterations
+    src = rng.integers(0, n, m).tolist()
+    if method == "power":
+        res = check_against_networkx(n, src, dst.tolist(), "cpu", page_edges=8192,
+                                     slots=slots, tolerance=tolerance)
+        assert res.stats.edges_swept == m * res.iterations
+        return
+    for predictor in ("none", "weak"):
+        res = check_against_networkx(n, src, dst.tolist(), "cpu", page_edges=4096,
+                                     slots=slots, tolerance=tolerance, method="delta",
+                                     predictor=predictor)
+        assert (res.stats.skipped_weak > 0) == (predictor == "weak")
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -230,6 +242,109 @@ def test_the_gather_sums_each_in_edge_once_in_any_order_of_pages_and_slots(paral
     np.testing.assert_allclose(into, want, rtol=1e-12)
 
 
+def _recompute_graph():
+    """A graph of skewed in-degrees, its hubs split across pages of 4096 edges, whose
+    pages lie in the slots partly one after another (spans) and partly not."""
+    rng = np.random.default_rng(17)
+    n, m, pe = 500, 60_000, 4096
+    dst = (rng.pareto(1.0, m) * 5).astype(np.int64) % n
+    graph = build(n, rng.integers(0, n, m).tolist(), dst.tolist(), pe)
+    indptr, indices, _ = graph.csc()
+    slot_of = np.array([3, 4, 5, 0, 2, 1, 6, 9, 10, 11, 7, 8, 13, 14, 12])
+    assert len(slot_of) == graph.num_pages
+    slots = np.zeros(len(slot_of) * pe, dtype=indices.dtype)
+    for page, slot in enumerate(slot_of):
+        edges = indices[page * pe:(page + 1) * pe]
+        slots[slot * pe:slot * pe + len(edges)] = edges
+    return graph, slots, slot_of * pe, rng
+
+
+def _recompute(graph, slots, offsets, pages, operand, values, page_sums, predictor, table,
+               states, parallel):
+    """One recompute_pages sweep over ``pages`` (ascending), the operands left alone
+    (factor 0) and every change written (eps 0); returns its counters."""
+    block_epoch = np.zeros(graph.num_vertices, dtype=np.int64)
+    return gather.recompute_pages.twin(parallel)(
+        pages, offsets[pages], graph.page_edges, graph.num_edges, graph.page_first_vertex,
+        graph.page_last_vertex, graph.csc()[0], slots, operand, values,
+        np.ones(graph.num_vertices), page_sums, 0.0, 0.0, predictor, table, states,
+        block_epoch, 0, 1, 3, np.zeros(1, np.int64))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_recomputing_sweep_sets_each_sum_and_each_pieces_partial_sum(parallel):
+    """recompute_pages over every page, some summed as spans: each vertex's sum is
+    scipy's, each split vertex's partial sums are its pages' shares of it, and the sweep
+    counts a piece a page and every in-edge once."""
+    graph, slots, offsets, rng = _recompute_graph()
+    indptr, indices, _ = graph.csc()
+    n, pe = graph.num_vertices, graph.page_edges
+    operand = rng.random(n)
+    values = rng.random(n)
+    page_sums = np.zeros(2 * graph.num_pages)
+    gather.split_sums_from_values(indptr, graph.page_last_vertex, pe, graph.num_edges, values,
+                                  page_sums)
+    pages = np.arange(graph.num_pages, dtype=np.int64)
+    counters = _recompute(graph, slots, offsets, pages, operand, values, page_sums, 0,
+                          np.zeros((4, 1), np.uint8), np.zeros(0, np.uint8), parallel)
+    want = sp.csc_array((operand[indices], indices, indptr), shape=(n, n)).sum(axis=0)
+    with_edges = np.diff(indptr) > 0
+    np.testing.assert_allclose(values[with_edges], want[with_edges], rtol=1e-12)
+    pieces = 0
+    for p in range(graph.num_pages):
+        first, last = graph.page_first_vertex[p], graph.page_last_vertex[p]
+        for slot, v in ((0, first), (1, last)):
+            lo, hi = max(indptr[v], p * pe), min(indptr[v + 1], (p + 1) * pe)
+            started_before = indptr[v] < p * pe  # its piece here is slot 0's, else 1's
+            split = started_before if slot == 0 else \
+                not started_before and indptr[v + 1] > (p + 1) * pe
+            if split:
+                assert page_sums[2 * p + slot] == pytest.approx(operand[indices[lo:hi]].sum())
+        pieces += int(np.count_nonzero(np.diff(indptr[first:last + 2]) > 0))
+    assert pieces > int(with_edges.sum())  # some vertex is split
+    attempted, succeeded, _strong, weak, edges = counters
+    assert (attempted, weak, edges) == (pieces, 0, graph.num_edges)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_weak_predictor_skips_a_split_vertex_whole_or_not_at_all(parallel):
+    """Every vertex dormant, the graph resident: a sweep of every page (one span) skips
+    every vertex, split ones too, and each owes an attempt; a sweep of some pages attempts
+    the pieces it holds of a vertex with in-edges beyond them, which keeps its debt, and
+    skips the rest."""
+    from seraph.predictors import OWES, STATE_MASK, load_diagram
+
+    graph, _slots, _offsets, rng = _recompute_graph()
+    indptr, slots, _ = graph.csc()  # resident: its pages one span
+    n, pe = graph.num_vertices, graph.page_edges
+    offsets = np.arange(graph.num_pages, dtype=np.int64) * pe
+    diagram = load_diagram("weak-delta")
+    dormant = int(diagram.dormant_states()[0])
+    operand, values = rng.random(n), rng.random(n)
+    page_sums = np.zeros(2 * graph.num_pages)
+    with_edges = np.diff(indptr) > 0
+    states = np.full(n, dormant, np.uint8)
+    pages = np.arange(graph.num_pages, dtype=np.int64)
+    before = values.copy()
+    counters = _recompute(graph, slots, offsets, pages, operand, values, page_sums, WEAK,
+                          diagram.table, states, parallel)
+    assert counters[0] == counters[4] == 0 and counters[3] == with_edges.sum()
+    np.testing.assert_array_equal(values, before)
+    assert ((states[with_edges] & OWES) != 0).all()
+    assert ((states[with_edges] & STATE_MASK) == diagram.next_dormant[dormant]).all()
+    # Pages 3 to 5 alone: the vertices wholly inside them skip, those reaching past attempt.
+    states[:] = dormant | OWES
+    some = np.arange(3, 6, dtype=np.int64)
+    lo, hi = some[0] * pe, (some[-1] + 1) * pe
+    inside = with_edges & (indptr[:-1] >= lo) & (indptr[1:] <= hi)
+    reaching = (indptr[:-1] < hi) & (indptr[1:] > lo) & ~inside
+    assert reaching.sum() == 2
+    counters = _recompute(graph, slots, offsets, some, operand, values, page_sums, WEAK,
+                          diagram.table, states, parallel)
+    assert counters[3] == inside.sum() and counters[0] >= 2
+    assert ((states & OWES) != 0).all()  # a part attempted keeps the debt
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("vertex", [None, 7])
 @pytest.mark.parametrize("share", [np.float32, np.float64])
@@ -257,6 +372,36 @@ def test_the_fused_walk_step_is_the_whole_vector_one(parallel, vertex, share):
                                rtol=max(1e-13, np.finfo(share).eps))
     assert not fused[ACCUMULATOR].any() and not vectors[ACCUMULATOR].any()
     assert fused["values"].sum() == pytest.approx(1, abs=1e-14)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("vertex", [None, 7])
+@pytest.mark.parametrize("factor", [1.0, 1.25])
+def test_the_fused_walk_totals_and_operands_are_the_whole_vector_ones(parallel, vertex, factor):
+    """The CPU's walk totals and operands (gather.walk_totals, walk_operands, over several
+    blocks) against the whole-vector steps that the other backends run."""
+    rng = np.random.default_rng(19)
+    n = 3 * gather.STEP_BLOCK + 5
+    values = rng.random(n)
+    scale = np.where(rng.random(n) < 0.1, 0.0, 1 / rng.integers(1, 20, n))
+    vectors = {"values": values.copy(), SCALE: scale, OPERAND: np.zeros(n)}
+    scaled = []
+
+    def scale_sums(f):  # a backend's, on its values alone
+        scaled.append(f)
+        vectors["values"] *= f
+
+    whole = SimpleNamespace(xp=np, vector=vectors.__getitem__, scale_sums=scale_sums)
+    want_totals = Backend.walk_totals(whole)
+    Backend.walk_operands(whole, 0.85, factor, vertex)
+    assert scaled == ([] if factor == 1 else [factor])
+    got_values, got_operand = values.copy(), np.zeros(n)
+    got_totals = gather.walk_totals.twin(parallel)(got_values, scale)
+    assert got_totals == pytest.approx(want_totals, rel=1e-12)
+    gather.walk_operands.twin(parallel)(got_values, got_operand, scale, 0.85, factor,
+                                        -1 if vertex is None else vertex)
+    np.testing.assert_allclose(got_values, whole.vector("values"), rtol=1e-15)
+    np.testing.assert_allclose(got_operand, whole.vector(OPERAND), rtol=1e-13)
 
 
 @pytest.mark.parametrize("predictor", ["none", "weak"])

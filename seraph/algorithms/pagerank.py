@@ -169,22 +169,18 @@ class Delta(PageRankProgram):
         + d (z's sum over the vertices without out-edges)``; ``y = p + d t``, so scaling
         ``t`` by ``(1 - b(p)) / (d b(t))`` meets it (``owed``: ``1 - b(p)``). A projection
         onto what the solution meets, not a feedback: what is left decays as the power
-        iteration's error does. The operands are recomputed from the sums either way (they
-        are the scratch space: no temporary)."""
-        xp, d = be.xp, self.damping
-        t, scale, operand = be.vector("values"), be.vector(SCALE), be.vector(OPERAND)
-        xp.sign(scale, out=operand)  # 1 where a vertex has out-edges, else 0
-        xp.subtract(1, operand, out=operand)
-        operand *= t
-        have = d * ((1 - d) * float(t.sum(dtype=np.float64))
-                    + d * float(operand.sum(dtype=np.float64)))
+        iteration's error does. Scaled sums give new operands
+        (:meth:`~seraph.backends.base.Backend.walk_operands`, in the same pass as the
+        scaling where the backend fuses them); otherwise the operands stand, since every
+        write of a sum moved its operand with it, and a late round, which writes few sums,
+        makes no pass over every vertex but the totals'."""
+        d = self.damping
+        total, dangling = be.walk_totals()
+        have = d * ((1 - d) * total + d * dangling)
         factor = owed / have if have > 0 else 1.0
         moved = abs(factor - 1) > self.tolerance / 2
         if moved:
-            be.scale_sums(factor)
-        xp.multiply(t, t.dtype.type(d), out=operand)  # y, then y / outdeg
-        self.add_jump(operand, 1.0)
-        operand *= scale
+            be.walk_operands(d, factor, self.personalization)
         return moved
 
     def drive(self, run) -> None:
@@ -198,7 +194,7 @@ class Delta(PageRankProgram):
         The rounds run one at a time, each followed by a :meth:`rebalance`; one that scaled
         the sums moved every operand, and every page is active again."""
         be, stats, n, d = run.be, run.stats, run.g.num_vertices, self.damping
-        t, operand = be.vector("values"), be.vector(OPERAND)
+        t = be.vector("values")
         if not n:  # nothing to rank
             stats.converged, stats.change = True, 0.0
             return
@@ -210,9 +206,7 @@ class Delta(PageRankProgram):
                 be.split_sums_from_values()
             else:
                 t.fill(0)
-            be.xp.multiply(t, t.dtype.type(d), out=operand)  # y, then y / outdeg
-            self.add_jump(operand, 1.0)
-            operand *= be.vector(SCALE)
+            be.walk_operands(d, 1.0, self.personalization)
         dangling = out_degrees(run.g) == 0
         jump_dangling = dangling.mean() if self.personalization is None else \
             float(dangling[self.personalization])

@@ -262,6 +262,38 @@ class Backend(ABC):
         sums.fill(0)
         return change
 
+    def walk_totals(self) -> tuple[float, float]:
+        """A recomputing random walk's totals (:class:`~seraph.spec.Recompute`): the
+        values' total, and their total over the vertices whose ``scale`` is 0 (those
+        without out-edges). Written over :attr:`xp` with the operand as scratch space (no
+        temporary), inside :meth:`vector_steps`; a backend may fuse them (the CPU does)."""
+        xp = self.xp
+        values, operand = self.vector("values"), self.vector(OPERAND)
+        xp.sign(self.vector(SCALE), out=operand)  # 1 where a vertex has out-edges, else 0
+        xp.subtract(1, operand, out=operand)
+        operand *= values
+        return float(values.sum(dtype=np.float64)), float(operand.sum(dtype=np.float64))
+
+    def walk_operands(self, damping: float, factor: float, vertex: int | None) -> None:
+        """A recomputing random walk's operand from its sums: the values (and every partial
+        sum, :meth:`scale_sums`) scaled by ``factor`` where it is not 1, then
+
+            operand[v] = (damping * values[v] + p[v]) * scale[v],
+
+        ``p`` uniform (``vertex`` None) or all at ``vertex``: each vertex's rank, of total
+        ``sum(damping * values + p)``, over its out-degree. Written over :attr:`xp` in
+        whole-vector steps, inside :meth:`vector_steps`; a backend may fuse them (the CPU
+        does, in one pass)."""
+        if factor != 1:
+            self.scale_sums(factor)
+        values, operand = self.vector("values"), self.vector(OPERAND)
+        self.xp.multiply(values, values.dtype.type(damping), out=operand)
+        if vertex is None:
+            operand += operand.dtype.type(1 / len(operand))
+        else:
+            operand[vertex] += operand.dtype.type(1)
+        operand *= self.vector(SCALE)
+
     @abstractmethod
     def set_values(self, values: np.ndarray) -> None: ...
 

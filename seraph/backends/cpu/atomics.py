@@ -14,6 +14,8 @@ wrap-around) and, where relevant, a value that is cast to the array's dtype.
 - :func:`atomic_load` -- reads ``arr[idx]`` atomically, so a read racing with an
   :func:`atomic_min` on another thread is well defined (a plain load would formally be
   a data race in LLVM's memory model). It compiles to an ordinary load on x86 and ARM.
+- :func:`atomic_add` -- ``arr[idx] += val`` on an integer array, returns the previous
+  value: on a one-cell counter, a ticket that no two threads draw alike.
 - :func:`atomic_xchg` -- stores ``val`` and returns the previous value; on a uint8 flag
   array ``atomic_xchg(flags, v, 1) == 0`` is a test-and-set that exactly one thread wins.
 - :func:`atomic_cas` -- compare-and-swap on an integer array: stores ``new`` only where
@@ -87,6 +89,16 @@ def atomic_min(typingctx, arr, idx, val):
             and isinstance(val, types.Number)):
         return None
     return arr.dtype(arr, idx, val), _rmw_codegen("min")
+
+
+@intrinsic
+def atomic_add(typingctx, arr, idx, val):
+    """``old = arr[idx]; arr[idx] = old + val; return old``, atomically, on an int32 or
+    int64 array."""
+    if not (_is_array(arr, _INT_DTYPES) and isinstance(idx, types.Integer)
+            and isinstance(val, types.Integer)):
+        return None
+    return arr.dtype(arr, idx, val), _rmw_codegen("add")
 
 
 @intrinsic

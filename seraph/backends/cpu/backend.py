@@ -30,7 +30,9 @@ from seraph.backends.cpu.gather import (
     gather_pages,
     recompute_pages,
     split_sums_from_values,
+    walk_operands,
     walk_step,
+    walk_totals,
 )
 from seraph.backends.cpu.host_push import HostPush
 from seraph.backends.cpu.pull import (
@@ -53,6 +55,11 @@ from seraph.spec import ACCUMULATOR, OPERAND, SCALE, Output
 #: relaxes every in-edge of its pages again: they keep the phase until the waiting vertices
 #: have m/2 out-edges, not m/20 (docs/engine.md, "Dense and sparse phases").
 ORDERED_PUSH_ALPHA = 2.0
+#: A pass over the vertices alone between rounds (a recomputing program's totals and
+#: operands, the weak states' counts) runs on the calling thread below this many: a
+#: millisecond or less there, about what waking the pool may cost on a busy machine, where
+#: a thread the pool waits for can be descheduled for longer.
+SERIAL_VERTICES = 1 << 20
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
 #: in-edge once with no atomic write, where a pushed edge also writes atomically.
 PULL_PER_PUSH = 2
@@ -189,6 +196,21 @@ class CpuBackend(HostPush):
             self.values, v[ACCUMULATOR], v[OPERAND], v[SCALE], damping, restart,
             -1 if vertex is None else vertex))
 
+    def walk_totals(self) -> tuple[float, float]:
+        """Both totals in one pass (gather.walk_totals)."""
+        total, dangling = walk_totals.over(len(self.values), self.graph.num_edges,
+                                           SERIAL_VERTICES)(self.values, self.vectors[SCALE])
+        return float(total), float(dangling)
+
+    def walk_operands(self, damping: float, factor: float, vertex: int | None) -> None:
+        """The values' scaling and the operand in one pass (gather.walk_operands), and the
+        partial sums' scaling beside it."""
+        walk_operands.over(len(self.values), self.graph.num_edges, SERIAL_VERTICES)(
+            self.values, self.vectors[OPERAND], self.vectors[SCALE], damping, factor,
+            -1 if vertex is None else vertex)
+        if factor != 1:
+            self.page_sums *= factor
+
     def split_sums_from_values(self) -> None:
         g = self.graph
         split_sums_from_values(self.indptr, g.page_last_vertex, g.page_edges, g.num_edges,
@@ -319,7 +341,7 @@ class CpuBackend(HostPush):
                                 g.page_last_vertex)
 
     def state_counts(self) -> list[int]:
-        return _state_counts.over(len(self.states), self.graph.num_edges)(
+        return _state_counts.over(len(self.states), self.graph.num_edges, SERIAL_VERTICES)(
             self.states, self.table.shape[1]).tolist()
 
     def _flags(self) -> np.ndarray:
@@ -358,8 +380,12 @@ def _state_counts(states: np.ndarray, num_states: int) -> np.ndarray:
     chunks = max(1, min(64, len(states) >> 16))
     counts = np.zeros((chunks, num_states), dtype=np.int64)
     for c in prange(chunks):
-        mine = np.zeros(num_states, dtype=np.int64)  # not a shared row: no false sharing
-        for v in range(len(states) * c // chunks, len(states) * (c + 1) // chunks):
-            mine[states[v] & STATE_MASK] += 1
-        counts[c] = mine
+        # Not a shared row (no false sharing); four of them, which vertices side by side in
+        # one state do not make wait on one another's counts.
+        mine = np.zeros((4, num_states), dtype=np.int64)
+        lo, hi = len(states) * c // chunks, len(states) * (c + 1) // chunks
+        for v in range(lo, hi):
+            mine[v & 3, states[v] & STATE_MASK] += 1
+        for s in range(num_states):
+            counts[c, s] = mine[0, s] + mine[1, s] + mine[2, s] + mine[3, s]
     return counts.sum(axis=0)

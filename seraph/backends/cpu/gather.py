@@ -4,12 +4,14 @@
 destination vertex of a page it adds ``operand[u]``, summed over the page's in-edges
 ``(u -> v)`` in float64, to ``into[v]``. :func:`recompute_pages` is a recomputing
 program's sweep (:class:`seraph.spec.Recompute`): each attempted vertex's sum is
-recomputed, not added to. Pages (the gather's spans of pages) go one after another, the
-vertices of a large one in parallel, so no two threads write one vertex: a vertex whose
-in-edges span two pages gets the two partial sums one after the other.
+recomputed, not added to. Both go by spans of pages that lie one after another in the
+slots, one span after another, the vertices of a large one in parallel ranges, so no two
+threads write one vertex: a vertex whose in-edges span two pages gets the two partial
+sums one after the other.
 
 :func:`walk_step` is an iterating program's step from the sums: its new values, their
-change and the next operand in one parallel pass.
+change and the next operand in one parallel pass; :func:`walk_totals` and
+:func:`walk_operands` are a recomputing one's between its rounds.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu.atomics import atomic_load
+from seraph.backends.cpu.atomics import atomic_add, atomic_load
 from seraph.backends.cpu.pull import (
     ATTEMPTED,
     NUM_COUNTERS,
@@ -27,7 +29,7 @@ from seraph.backends.cpu.pull import (
     page_span,
 )
 from seraph.kernels import PARALLEL, kernel
-from seraph.predictors import WEAK, weak_record, weak_skip
+from seraph.predictors import WEAK, weak_record, weak_record_part, weak_skip
 
 #: The column of the edges read, after pull.py's counters.
 EDGES_READ = NUM_COUNTERS
@@ -38,8 +40,24 @@ VERTEX_COST = 2
 #: edges: a resident graph in a few parallel passes, each of equal work per thread, and an
 #: interrupt heard between them.
 SPAN_EDGES = 1 << 26
-#: The vertices of each block whose totals :func:`walk_step` adds up.
+#: The work (edges, and :data:`VERTEX_COST` a vertex) of each vertex range that a
+#: recomputing sweep's threads take in turn (:func:`recompute_pages`): a fraction of a
+#: page, so that they recompute neighbouring vertices, as a sweep page by page did.
+RANGE_WORK = 1 << 14
+#: The vertices of each block whose totals :func:`walk_step` and :func:`walk_totals` add
+#: up.
 STEP_BLOCK = 1 << 14
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_sum(indices, operand, lo, hi):
+    """The sum of ``operand`` over the in-edges at ``indices[lo:hi]``, in float64."""
+    total = 0.0
+    # Unsigned indices: numba wraps a signed one round where negative, a test and a select
+    # on each of the edge's two reads.
+    for i in range(np.uint64(lo), np.uint64(hi)):
+        total += operand[np.uint64(indices[i])]
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -52,12 +70,7 @@ def _sum_range(v0, v1, base, length, indptr, indices, offset, operand, into):
         hi = min(indptr[v + 1], end)
         if lo >= hi:
             continue
-        total = 0.0
-        # Unsigned indices: numba wraps a signed one round where negative, a test and a
-        # select on each of the edge's two reads.
-        for i in range(np.uint64(lo + shift), np.uint64(hi + shift)):
-            total += operand[np.uint64(indices[i])]
-        into[v] += total
+        into[v] += _row_sum(indices, operand, lo + shift, hi + shift)
 
 
 @njit(cache=True, nogil=True)
@@ -153,56 +166,133 @@ def walk_step(values, sums, operand, scale, damping, restart, vertex):
     return totals.sum()
 
 
+@kernel(cache=True, parallel=True)
+def walk_totals(values, scale):
+    """:meth:`seraph.backends.base.Backend.walk_totals` in one pass, added up over blocks of
+    :data:`STEP_BLOCK` vertices whatever the threads (as :func:`walk_step`'s)."""
+    n = len(values)
+    blocks = (n + STEP_BLOCK - 1) // STEP_BLOCK
+    totals, dangling = np.zeros(blocks), np.zeros(blocks)
+    for b in prange(blocks):
+        total = lost = 0.0
+        for v in range(b * STEP_BLOCK, min(n, (b + 1) * STEP_BLOCK)):
+            total += values[v]
+            lost += values[v] * (scale[v] == 0)  # no branch on the few vertices, at random
+        totals[b], dangling[b] = total, lost
+    return totals.sum(), dangling.sum()
+
+
+@kernel(cache=True, parallel=True)
+def walk_operands(values, operand, scale, damping, factor, vertex):
+    """:meth:`seraph.backends.base.Backend.walk_operands` on the values in one pass
+    (``vertex`` -1 for a uniform ``p``); the partial sums are the caller's."""
+    n = len(values)
+    spread = 1.0 / n if vertex < 0 else 0.0
+    for v in prange(n):
+        t = values[v] * factor
+        values[v] = t
+        y = damping * t + spread
+        if v == vertex:
+            y += 1.0
+        operand[v] = y * scale[v]
+
+
 @njit(cache=True, nogil=True)
-def _recompute_range(v0, v1, page, base, length, indptr, indices, offset, operand, values,
-                     scale, page_sums, factor, eps, predictor, table, states, block_epoch,
-                     block_shift, epoch, counters, chunk):
-    """Recomputes destinations v0..v1-1 of one page; counters go to row ``chunk``."""
+def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, operand,
+                     values, scale, page_sums, factor, eps, predictor, table, states,
+                     block_epoch, block_shift, epoch, counters, chunk):
+    """Recomputes destinations v0..v1-1 of one span of pages (span edge ``base``, a page's
+    first, sits at ``offset`` in ``indices``); counters go to row ``chunk``, once.
+
+    A vertex whose in-edges lie in one page recomputes its sum; one split across pages
+    recomputes the piece of each page of the span in turn, each held to its own partial
+    sum (:func:`recompute_pages`). The weak predictor skips or attempts a vertex whose
+    in-edges all lie in the span as a whole; one with in-edges outside it always attempts
+    its pieces here, and keeps any debt (:func:`~seraph.predictors.weak_record_part`).
+    The vertices go in ascending order, so the end of the page holding a vertex's first
+    in-edge in the span only moves forward."""
+    end, shift = base + length, offset - base
+    weak = predictor & WEAK
+    attempted = succeeded = skipped = edges = 0
+    # The end of the page holding the first in-edge in the span of the last vertex attempted.
+    page_end = base + ((max(indptr[v0], base) - base) // page_edges + 1) * page_edges
     for v in range(v0, v1):
         row_lo, row_hi = indptr[v], indptr[v + 1]
-        lo, hi = max(row_lo, base), min(row_hi, base + length)
+        lo, hi = max(row_lo, base), min(row_hi, end)
         if lo >= hi:
             continue
-        whole = row_lo >= base and row_hi <= base + length
-        # A vertex split across pages always attempts (as pull.py's): its state must
-        # describe all of its in-edges.
-        if predictor & WEAK and whole and weak_skip(table, states, v):
-            counters[chunk, SKIPPED_WEAK] += 1
+        whole = row_lo == lo and row_hi == hi
+        if weak and whole and weak_skip(table, states, v):
+            skipped += 1
             continue
-        counters[chunk, ATTEMPTED] += 1
-        counters[chunk, EDGES_READ] += hi - lo
-        total = 0.0
-        for i in range(lo - base + offset, hi - base + offset):
-            total += operand[indices[i]]
-        # What this page last gave v: its whole sum, or the page's partial sum of the
-        # vertex it shares with the page before (slot 0) or after (slot 1).
-        at = 2 * page + (0 if row_lo < base else 1)
-        old = values[v] if whole else page_sums[at]
-        change = total - old
-        success = abs(change) > eps * old
-        if success:
-            if whole:
+        while lo >= page_end:
+            page_end += page_edges
+        if row_lo >= page_end - page_edges and row_hi <= page_end:  # in one page
+            attempted += 1
+            edges += hi - lo
+            total = _row_sum(indices, operand, lo + shift, hi + shift)
+            change = total - values[v]
+            success = abs(change) > eps * values[v]
+            if success:
                 values[v] = total
-            else:
+                operand[v] += factor * scale[v] * change
+                block_epoch[v >> block_shift] = epoch
+                succeeded += 1
+            if weak:
+                weak_record(table, states, v, success)
+            continue
+        # Split: what each page last gave v is its partial sum of the vertex it shares with
+        # the page before (slot 0) or after (slot 1).
+        moved = False
+        piece_start = page_end - page_edges
+        while piece_start < hi:
+            piece_lo, piece_hi = max(row_lo, piece_start), min(row_hi, piece_start + page_edges)
+            attempted += 1
+            edges += piece_hi - piece_lo
+            total = _row_sum(indices, operand, piece_lo + shift, piece_hi + shift)
+            at = 2 * (piece_start // page_edges) + (0 if row_lo < piece_start else 1)
+            change = total - page_sums[at]
+            if abs(change) > eps * page_sums[at]:
                 page_sums[at] = total
                 values[v] += change
-            operand[v] += factor * scale[v] * change
-            block_epoch[v >> block_shift] = epoch
-            counters[chunk, SUCCEEDED] += 1
-        if predictor & WEAK:
-            weak_record(table, states, v, success)
+                operand[v] += factor * scale[v] * change
+                block_epoch[v >> block_shift] = epoch
+                succeeded += 1
+                moved = True
+            piece_start += page_edges
+        if weak and whole:
+            weak_record(table, states, v, moved)
+        elif weak:
+            weak_record_part(table, states, v, moved)
+    counters[chunk, ATTEMPTED] += attempted
+    counters[chunk, SUCCEEDED] += succeeded
+    counters[chunk, SKIPPED_WEAK] += skipped
+    counters[chunk, EDGES_READ] += edges
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _recompute_chunks(v_first, count, chunks, page, base, length, indptr, indices, offset,
+def _recompute_chunks(cuts, workers, base, length, page_edges, indptr, indices, offset,
                       operand, values, scale, page_sums, factor, eps, predictor, table, states,
                       block_epoch, block_shift, epoch, counters):
-    """Recomputes one page's destinations as ``chunks`` vertex ranges in parallel."""
-    for c in prange(chunks):
-        _recompute_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks,
-                         page, base, length, indptr, indices, offset, operand, values, scale,
-                         page_sums, factor, eps, predictor, table, states, block_epoch,
-                         block_shift, epoch, counters, np.int64(c))
+    """Recomputes one span's destinations as the vertex ranges between ``cuts``, which
+    ``workers`` tasks take in order, each the next one not yet taken.
+
+    The threads then recompute neighbouring ranges at any moment, so a range reads nearly
+    all that the ranges before it wrote in the sweep, as in a sweep page by page: ranges
+    split among the threads in blocks would have the later blocks read the last sweep's
+    sums, and the rounds would take longer to settle. A thread that the machine's other
+    work holds up delays its range alone."""
+    taken = np.zeros(1, dtype=np.int64)
+    for w in prange(workers):
+        while True:
+            c = atomic_add(taken, 0, 1)
+            if c >= len(cuts) - 1:
+                break
+            # An int64 row (see pull.py's _pull_chunks).
+            _recompute_range(cuts[c], cuts[c + 1], base, length, page_edges, indptr, indices,
+                             offset, operand, values, scale, page_sums, factor, eps, predictor,
+                             table, states, block_epoch, block_shift, epoch, counters,
+                             np.int64(w))
 
 
 @kernel(cache=True, nogil=True)
@@ -214,28 +304,45 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
     partial sum of a vertex split across pages: ``page_sums[2 p]`` for page p's first vertex
     and ``page_sums[2 p + 1]`` for its last) to the sum of ``operand`` over the page's
     in-edges, when it moved by more than ``eps`` times the sum it replaces; the operand
-    then follows and the vertex's block is marked with ``epoch``. Pages are recomputed one
-    after another, so a split vertex's partial sums never race. Stops before the next page
-    once ``halt[0]`` is set (:mod:`seraph.interrupts`).
+    then follows and the vertex's block is marked with ``epoch``.
+
+    Pages that follow one another both in the graph and in ``indices`` go as one span, as
+    :func:`gather_pages`' do, its vertices in ranges of :data:`RANGE_WORK`, which
+    ``num_chunks`` tasks take in order (:func:`_recompute_chunks`): one parallel pass a
+    span, not one a page, so a round that attempts few vertices costs little more than
+    their in-edges. One thread recomputes every piece of a vertex in the
+    span and spans go one after another, so a split vertex's partial sums never race.
+    Stops before the next span once ``halt[0]`` is set (:mod:`seraph.interrupts`).
 
     Returns the counters (pull.py's columns, and the edges read) summed over chunks."""
     counters = np.zeros((num_chunks, NUM_COUNTERS + 1), dtype=np.int64)
-    for k in range(len(pages)):
+    k = 0
+    while k < len(pages):
         if atomic_load(halt, 0):
             break
-        p = pages[k]
-        base, length, v_first, count = page_span(p, page_edges, num_edges, first_vertex,
-                                                 last_vertex)
+        j = k + 1
+        while (j < len(pages) and pages[j] == pages[j - 1] + 1
+               and offsets[j] == offsets[j - 1] + page_edges
+               and (j + 1 - k) * page_edges <= SPAN_EDGES):
+            j += 1
+        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
+                                        last_vertex)
+        last_base, last_length, last_first, last_count = page_span(
+            pages[j - 1], page_edges, num_edges, first_vertex, last_vertex)
+        length, v_end = last_base + last_length - base, last_first + last_count
         if not PARALLEL or length < SERIAL_EDGES:
-            _recompute_range(v_first, v_first + count, p, base, length, indptr, indices,
+            _recompute_range(v_first, v_end, base, length, page_edges, indptr, indices,
                              offsets[k], operand, values, scale, page_sums, factor, eps,
                              predictor, table, states, block_epoch, block_shift, epoch,
                              counters, np.int64(0))
         else:
-            _recompute_chunks(v_first, count, min(num_chunks, count), p, base, length, indptr,
-                              indices, offsets[k], operand, values, scale, page_sums, factor,
-                              eps, predictor, table, states, block_epoch, block_shift, epoch,
-                              counters)
+            work = length + VERTEX_COST * (v_end - v_first)
+            ranges = min(v_end - v_first, max(num_chunks, work // RANGE_WORK))
+            _recompute_chunks(_cuts(indptr, v_first, v_end, ranges), num_chunks, base, length,
+                              page_edges, indptr, indices, offsets[k], operand, values, scale,
+                              page_sums, factor, eps, predictor, table, states,
+                              block_epoch, block_shift, epoch, counters)
+        k = j
     return counters.sum(axis=0)
 
 
