@@ -215,33 +215,6 @@ def test_the_parallel_kernels_rank_as_networkx(slots, tolerance, method, all_thr
         assert (res.stats.skipped_weak > 0) == (predictor == "weak")
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_the_gather_sums_each_in_edge_once_in_any_order_of_pages_and_slots(parallel):
-    """gather_pages over pages sorted as the backend sorts them, some lying one after
-    another in the slots (summed as one span) and some not: scipy's sums, added to what
-    the accumulator held."""
-    rng = np.random.default_rng(11)
-    n, m, pe = 500, 60_000, 4096
-    dst = (rng.pareto(1.0, m) * 5).astype(np.int64) % n
-    graph = build(n, rng.integers(0, n, m).tolist(), dst.tolist(), pe)
-    indptr, indices, _ = graph.csc()
-    slot_of = np.array([3, 4, 5, 0, 2, 1, 6, 9, 10, 11, 7, 8, 13, 14, 12])
-    assert len(slot_of) == graph.num_pages
-    slots = np.zeros(len(slot_of) * pe, dtype=indices.dtype)
-    for page, slot in enumerate(slot_of):
-        edges = indices[page * pe:(page + 1) * pe]
-        slots[slot * pe:slot * pe + len(edges)] = edges
-    operand = rng.random(n).astype(np.float32)
-    into = rng.random(n)
-    want = into + sp.csc_array((operand[indices].astype(np.float64), indices, indptr),
-                               shape=(n, n)).sum(axis=0)
-    pages = np.arange(graph.num_pages, dtype=np.int64)
-    gather.gather_pages.twin(parallel)(pages, slot_of * pe, pe, graph.num_edges,
-                                       graph.page_first_vertex, graph.page_last_vertex,
-                                       indptr, slots, operand, into, 3, np.zeros(1, np.int64))
-    np.testing.assert_allclose(into, want, rtol=1e-12)
-
-
 def _recompute_graph():
     """A graph of skewed in-degrees, its hubs split across pages of 4096 edges, whose
     pages lie in the slots partly one after another (spans) and partly not."""
@@ -257,6 +230,26 @@ def _recompute_graph():
         edges = indices[page * pe:(page + 1) * pe]
         slots[slot * pe:slot * pe + len(edges)] = edges
     return graph, slots, slot_of * pe, rng
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_gather_sums_each_in_edge_once_in_any_order_of_pages_and_slots(parallel):
+    """gather_pages over pages sorted as the backend sorts them, some lying one after
+    another in the slots (summed as one span) and some not: scipy's sums, added to what
+    the accumulator held."""
+    graph, slots, offsets, rng = _recompute_graph()
+    n, pe = graph.num_vertices, graph.page_edges
+    indptr, indices, _ = graph.csc()
+    operand = rng.random(n).astype(np.float32)
+    into = rng.random(n)
+    want = into + sp.csc_array((operand[indices].astype(np.float64), indices, indptr),
+                               shape=(n, n)).sum(axis=0)
+    pages = np.arange(graph.num_pages, dtype=np.int64)
+    gather.gather_pages.twin(parallel)(pages, offsets, pe, graph.num_edges,
+                                       graph.page_first_vertex, graph.page_last_vertex,
+                                       indptr, slots, operand, into, 3, np.zeros(1, np.int64))
+    np.testing.assert_allclose(into, want, rtol=1e-12)
+
 
 
 def _recompute(graph, slots, offsets, pages, operand, values, page_sums, predictor, table,
