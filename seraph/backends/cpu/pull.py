@@ -43,27 +43,14 @@ def offer(op, val, w):
 
 
 @njit(cache=True, inline="always")
-def relax(values, indices, weights, lo, hi, best, op, by_weight, inf, floor,
-          offering):
+def relax(values, indices, weights, lo, hi, best, op, by_weight, inf, floor):
     """min(best, offer(value[u], w)) over the in-edges [lo, hi) (:func:`offer`; never
     offering from INF), stopping once it reaches ``floor``, below which no candidate can go
     (:func:`pull_floor`). ``weights`` holds the operator's operands (weighted operators).
 
     With ``by_weight`` (rows lightest first, ``Graph.rows_by_weight``) it also stops at the
     first in-edge whose weight alone reaches ``best``: values are at least 0, so neither it
-    nor any heavier in-edge after it can offer less, and their sources' values go unread.
-
-    ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered the
-    floor when the sweep began (:func:`offering_floor`): such an in-neighbour ends the pull
-    at the floor, and the bit is read where its value would be, in a bitmap that stays in
-    cache (GAP's bottom-up step tests its frontier the same way). The bits are tested over
-    the whole row before any value is read: a value read before the row's first offering
-    in-neighbour could not lower the pull below the floor it ends at."""
-    if len(offering):
-        for i in range(lo, hi):
-            u = indices[i]
-            if offering[u >> 3] >> (u & 7) & 1:
-                return floor
+    nor any heavier in-edge after it can offer less, and their sources' values go unread."""
     for i in range(lo, hi):
         if by_weight and weights[i] >= best:
             break
@@ -118,6 +105,9 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
                 offering):
     """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
     best_written = minimum[chunk]
+    # Counted in locals, written once: a count in the shared array is a load and a store
+    # every vertex.
+    attempted = succeeded = skipped_strong = skipped_weak = 0
     for v in range(v0, v1):
         lo = max(indptr[v], base)
         hi = min(indptr[v + 1], base + length)
@@ -125,27 +115,46 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
             continue
         old = values[v]
         if predictor & STRONG and proven(old, threshold, light_codes, light_unit, v):
-            counters[chunk, SKIPPED_STRONG] += 1
+            skipped_strong += 1
             continue
         # A vertex split across pages always attempts: its state must describe all of its
         # in-edges, or a skip on one page could be hidden by an attempt on another.
         if predictor & WEAK and indptr[v] >= base and indptr[v + 1] <= base + length \
                 and weak_skip(table, states, v):
-            counters[chunk, SKIPPED_WEAK] += 1
+            skipped_weak += 1
             continue
-        counters[chunk, ATTEMPTED] += 1
-        best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
-                      op, by_weight, inf, floor, offering)
+        attempted += 1
+        lo, hi = lo - base + offset, hi - base + offset
+        # ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered
+        # the floor when the sweep began (offering_floor): such an in-neighbour ends the
+        # pull at the floor, read in a bitmap that stays in cache, as GAP's bottom-up step
+        # tests its frontier. The whole row's bits come before any value: a value read
+        # before the row's first offering in-neighbour could not lower the pull below the
+        # floor it ends at. The test is written out here, not in relax: a row's scan in a
+        # called function, even inlined, compiles into code twice as slow per vertex.
+        offered = False
+        if len(offering):
+            for i in range(lo, hi):
+                u = indices[i]
+                if offering[u >> 3] >> (u & 7) & 1:
+                    offered = True
+                    break
+        best = floor if offered else relax(values, indices, weights, lo, hi, old, op,
+                                           by_weight, inf, floor)
         if best < old:
             values[v] = best
             changed[v] = 1
             block_epoch[v >> block_shift] = epoch
-            counters[chunk, SUCCEEDED] += 1
+            succeeded += 1
             if best < best_written:
                 best_written = best
         if predictor & WEAK:
             weak_record(table, states, v, best < old)
     minimum[chunk] = best_written
+    counters[chunk, ATTEMPTED] += attempted
+    counters[chunk, SUCCEEDED] += succeeded
+    counters[chunk, SKIPPED_STRONG] += skipped_strong
+    counters[chunk, SKIPPED_WEAK] += skipped_weak
 
 
 @njit(cache=True, nogil=True, inline="always")
