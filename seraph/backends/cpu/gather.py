@@ -23,6 +23,7 @@ from seraph.backends.cpu.pull import (
     NUM_COUNTERS,
     SERIAL_EDGES,
     SKIPPED_WEAK,
+    SPAN_EDGES,
     SUCCEEDED,
     page_span,
 )
@@ -34,10 +35,6 @@ EDGES_READ = NUM_COUNTERS
 #: What a vertex costs a sum besides its in-edges, in edges: its row bounds and its sum's
 #: write, which count where most vertices have few in-edges (an R-MAT's tail).
 VERTEX_COST = 2
-#: Pages that lie one after another in the slots are summed as one span of up to this many
-#: edges: a resident graph in a few parallel passes, each of equal work per thread, and an
-#: interrupt heard between them.
-SPAN_EDGES = 1 << 26
 #: The vertices of each block whose totals :func:`walk_step` adds up.
 STEP_BLOCK = 1 << 14
 

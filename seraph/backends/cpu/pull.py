@@ -29,6 +29,10 @@ NO_BITS = np.zeros(0, dtype=np.uint8)
 #: Pages of fewer edges are pulled on the calling thread: waking the thread pool would cost
 #: more than the page (the push engine's small rounds follow the same rule).
 SERIAL_EDGES = 4096
+#: Pages that lie one after another in the slots are swept (or summed, gather.py) as one
+#: span of up to this many edges: a resident graph in a few parallel passes, and an
+#: interrupt heard between them.
+SPAN_EDGES = 1 << 26
 
 
 @njit(cache=True, inline="always")
@@ -99,11 +103,11 @@ def offering_floor(values, floor):
 
 
 @njit(cache=True, nogil=True)
-def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, op,
-                by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
+def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offset, values,
+                op, by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
                 changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
                 offering):
-    """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
+    """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``."""
     best_written = minimum[chunk]
     # Counted in locals, written once: a count in the shared array is a load and a store
     # every vertex.
@@ -117,9 +121,10 @@ def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, 
         if predictor & STRONG and proven(old, threshold, light_codes, light_unit, v):
             skipped_strong += 1
             continue
-        # A vertex split across pages always attempts: its state must describe all of its
-        # in-edges, or a skip on one page could be hidden by an attempt on another.
-        if predictor & WEAK and indptr[v] >= base and indptr[v + 1] <= base + length \
+        # A vertex split across pages always attempts, in a span too: its state must
+        # describe all of its in-edges, or a skip on one page could be hidden by an attempt
+        # on another (a re-check sweeps the owing vertex's pages one at a time).
+        if predictor & WEAK and indptr[v] // page_edges == (indptr[v + 1] - 1) // page_edges \
                 and weak_skip(table, states, v):
             skipped_weak += 1
             continue
@@ -173,31 +178,41 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                 epoch, num_chunks, offering, halt):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
     The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
-    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Stops before the next
-    page once ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every
-    page on this thread (:mod:`seraph.kernels`).
+    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Pages that follow one
+    another both in the graph and in the slots, ascending, are pulled as one span of up to
+    :data:`SPAN_EDGES` edges; the sweep stops before the next span once ``halt[0]`` is set
+    (:mod:`seraph.interrupts`). Its serial twin pulls every page on this thread
+    (:mod:`seraph.kernels`).
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
     counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
     floor = pull_floor(predictor, levels, threshold)
-    for k in range(len(pages)):
-        if atomic_load(halt, 0):
-            break
-        base, length, v_first, count = page_span(pages[k], page_edges, num_edges,
-                                                 first_vertex, last_vertex)
+    k = 0
+    while k < len(pages) and not atomic_load(halt, 0):
+        # Pages that lie one after another in the slots too (every page of a resident
+        # graph) are pulled as one span, in one parallel region: each region costs a wake
+        # of the pool and a wait for its slowest thread, on a busy machine a scheduler
+        # quantum, and a vertex split between two of them is pulled once.
+        end = _span_end(pages, offsets, page_edges, k)
+        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
+                                        last_vertex)
+        last_base, last_length, last_first, last_count = page_span(
+            pages[end], page_edges, num_edges, first_vertex, last_vertex)
+        length, count = last_base + last_length - base, last_first + last_count - v_first
         if not PARALLEL or length < SERIAL_EDGES:
-            _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
-                        offsets[k], values, op, by_weight, inf, predictor, threshold,
+            _pull_range(v_first, v_first + count, base, length, page_edges, indptr, indices,
+                        weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
                         block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
                         floor, offering)
         else:
-            _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
-                         indices, weights, offsets[k], values, op, by_weight, inf,
+            _pull_chunks(v_first, count, min(num_chunks, count), base, length, page_edges,
+                         indptr, indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering)
+        k = end + 1
     # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
     total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
     for c in range(num_chunks):
@@ -208,19 +223,32 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     return total, best
 
 
+@njit(cache=True, nogil=True)
+def _span_end(pages, offsets, page_edges, k):
+    """The last index of the run from ``k`` of ascending pages one after another, in the
+    slots too, of up to :data:`SPAN_EDGES` edges (a run going down is swept page by page,
+    in its order)."""
+    end = k
+    while end + 1 < len(pages) and pages[end + 1] == pages[end] + 1 \
+            and offsets[end + 1] == offsets[end] + page_edges \
+            and (end + 2 - k) * page_edges <= SPAN_EDGES:
+        end += 1
+    return end
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
-                 values, op, by_weight, inf, predictor, threshold, light_codes,
+def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indices, weights,
+                 offset, values, op, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
                  minimum, floor, offering):
-    """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
+    """Pulls a span's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
         # typing, uint64 once parallelised) would compile _pull_range twice more.
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
-                    length, indptr, indices, weights, offset, values, op, by_weight,
-                    inf, predictor, threshold, light_codes, light_unit, table, states, changed,
-                    block_epoch, block_shift, epoch, counters, minimum, np.int64(c), floor,
+                    length, page_edges, indptr, indices, weights, offset, values, op,
+                    by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
+                    changed, block_epoch, block_shift, epoch, counters, minimum, np.int64(c), floor,
                     offering)
 
 
