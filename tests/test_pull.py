@@ -1,6 +1,7 @@
 """The CPU pull sweep (seraph/backends/cpu/pull.py): pages swept one at a time or as spans,
 on the serial twin or the parallel one, reach the same fixpoint, and the weak predictor
-skips no vertex whose in-edges a span holds across pages."""
+skips no vertex whose in-edges a span holds across pages. And the check of the changes a
+sweep hands on (seraph/backends/activity.py, flagged_below)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import scipy.sparse.csgraph as csgraph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from seraph.backends.activity import flagged_below
 from seraph.backends.cpu.pull import NO_BITS, sweep_pages
 from seraph.interrupts import STOP
 from seraph.operators import HOP, infinity
@@ -109,3 +111,15 @@ def test_spans_large_enough_for_threads_reach_the_bfs_levels(twin, all_threads):
                 pages)[1]:
         pass
     np.testing.assert_array_equal(values, levels(n, src, dst, 0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(flags=st.lists(st.integers(0, 1), max_size=60), seed=st.integers(0, 2**32 - 1),
+       limit=st.floats(0, 400))
+def test_flagged_below_counts_the_flagged_vertices_while_their_out_edges_stay_below(
+        flags, seed, limit):
+    flags = np.array(flags, dtype=np.uint8)
+    outdeg = np.random.default_rng(seed).integers(0, 20, len(flags)).astype(np.int64)
+    # An empty set is never turned down (as edges_below's empty frontier).
+    below = not flags.any() or outdeg[flags == 1].sum() < limit
+    assert flagged_below(flags, outdeg, limit) == (int(flags.sum()) if below else -1)

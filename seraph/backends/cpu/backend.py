@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from seraph.backends.activity import PUSH_ALPHA, blocks_of, flagged_edges_below
+from seraph.backends.activity import PUSH_ALPHA, blocks_of, flagged_below
 from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import graph_operands, operand_dtype, operands, out_degrees
 from seraph.backends.cpu.bottom_up import pull_round, unsettled
@@ -227,8 +227,9 @@ class CpuBackend(HostPush):
     def take_changed(self, edge_limit: float) -> np.ndarray | None:
         # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
         flags, self.changed = self.changed, np.zeros(len(self.changed), np.uint8)
-        if not flagged_edges_below(flags, out_degrees(self.graph), edge_limit):
-            return None
+        count = flagged_below(flags, out_degrees(self.graph), edge_limit)
+        if count <= 0:
+            return None if count < 0 else np.zeros(0, dtype=np.int64)
         # np.flatnonzero, in parallel where large
         return ids_between.over(len(flags), self.graph.num_edges)(flags, np.int64(1),
                                                                    np.int64(1))

@@ -44,6 +44,8 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
                                                            *lightest, limit, chunks, STOP)
     if edges.sum() >= limit:
         return None
+    if not counts.any():  # the round after the last level's: no pass to list nothing
+        return np.zeros(0, dtype=np.int64)
     return _list_unsettled.over(len(values), m)(values, indptr, threshold, *lightest, counts)
 
 
