@@ -136,7 +136,7 @@ def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offs
         # tests its frontier. The whole row's bits come before any value: a value read
         # before the row's first offering in-neighbour could not lower the pull below the
         # floor it ends at. The test is written out here, not in relax: a row's scan in a
-        # called function, even inlined, compiles into code twice as slow per vertex.
+        # called function, even inlined, compiled into much slower code per vertex.
         offered = False
         if len(offering):
             for i in range(lo, hi):
