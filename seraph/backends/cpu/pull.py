@@ -33,6 +33,8 @@ SERIAL_EDGES = 4096
 #: span of up to this many edges: a resident graph in a few parallel passes, and an
 #: interrupt heard between them.
 SPAN_EDGES = 1 << 26
+#: Vertices a sweep pulls between looks at the halt flag.
+_LOOK_EVERY = 4096
 
 
 @njit(cache=True, inline="always")
@@ -106,13 +108,17 @@ def offering_floor(values, floor):
 def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offset, values,
                 op, by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
                 changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
-                offering):
-    """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``."""
+                offering, halt):
+    """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``. Stops
+    once ``halt[0]`` is set, looked at every :data:`_LOOK_EVERY` vertices: a span may be
+    the whole graph."""
     best_written = minimum[chunk]
     # Counted in locals, written once: a count in the shared array is a load and a store
     # every vertex.
     attempted = succeeded = skipped_strong = skipped_weak = 0
     for v in range(v0, v1):
+        if (v & (_LOOK_EVERY - 1)) == 0 and atomic_load(halt, 0):
+            break
         lo = max(indptr[v], base)
         hi = min(indptr[v + 1], base + length)
         if lo >= hi:
@@ -180,9 +186,9 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
     :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Pages that follow one
     another both in the graph and in the slots, ascending, are pulled as one span of up to
-    :data:`SPAN_EDGES` edges; the sweep stops before the next span once ``halt[0]`` is set
-    (:mod:`seraph.interrupts`). Its serial twin pulls every page on this thread
-    (:mod:`seraph.kernels`).
+    :data:`SPAN_EDGES` edges; the sweep stops within a few thousand vertices once
+    ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every page on this
+    thread (:mod:`seraph.kernels`).
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
@@ -206,12 +212,13 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                         weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
                         block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
-                        floor, offering)
+                        floor, offering, halt)
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, page_edges,
                          indptr, indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
-                         block_epoch, block_shift, epoch, counters, minimum, floor, offering)
+                         block_epoch, block_shift, epoch, counters, minimum, floor, offering,
+                         halt)
         k = end + 1
     # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
     total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
@@ -240,7 +247,7 @@ def _span_end(pages, offsets, page_edges, k):
 def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indices, weights,
                  offset, values, op, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
-                 minimum, floor, offering):
+                 minimum, floor, offering, halt):
     """Pulls a span's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
@@ -248,8 +255,8 @@ def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indic
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
                     length, page_edges, indptr, indices, weights, offset, values, op,
                     by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
-                    changed, block_epoch, block_shift, epoch, counters, minimum, np.int64(c), floor,
-                    offering)
+                    changed, block_epoch, block_shift, epoch, counters, minimum, np.int64(c),
+                    floor, offering, halt)
 
 
 @kernel(cache=True, parallel=True)
