@@ -124,6 +124,25 @@ def edges_below(vertices: np.ndarray, outdeg: np.ndarray, limit: float) -> bool:
     return _edges_below(vertices, outdeg, limit)
 
 
+def flagged_below(flags: np.ndarray, outdeg: np.ndarray, limit: float) -> int:
+    """How many vertices ``flags`` flags, or -1 where their out-edges reach ``limit``: read
+    in one pass that stops at the limit, so that a large set (a dense round's changes) is
+    turned down without being listed, and an empty one needs no listing."""
+    return _flagged_below(flags, outdeg, limit)
+
+
+@njit(cache=True)
+def _flagged_below(flags, outdeg, limit):
+    count = edges = 0
+    for v in range(len(flags)):
+        if flags[v]:
+            count += 1
+            edges += outdeg[v]
+            if edges >= limit:
+                return -1
+    return count
+
+
 @njit(cache=True)
 def _edges_below(vertices, outdeg, limit):
     edges = 0

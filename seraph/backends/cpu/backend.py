@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below
+from seraph.backends.activity import PUSH_ALPHA, blocks_of, flagged_below
 from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import (
     graph_operands,
@@ -314,10 +314,12 @@ class CpuBackend(HostPush):
 
     def take_changed(self, edge_limit: float) -> np.ndarray | None:
         flags, self.changed = self._flags(), _NO_FLAGS
+        count = flagged_below(flags, out_degrees(self.graph), edge_limit)
+        if count <= 0:
+            return None if count < 0 else np.zeros(0, dtype=np.int64)
         # np.flatnonzero, in parallel where large
-        vertices = ids_between.over(len(flags), self.graph.num_edges)(flags, np.int64(1),
-                                                                       np.int64(1))
-        return vertices if edges_below(vertices, out_degrees(self.graph), edge_limit) else None
+        return ids_between.over(len(flags), self.graph.num_edges)(flags, np.int64(1),
+                                                                   np.int64(1))
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
         vertices = unsettled(self.values, self.indptr, threshold, edge_limit,

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
-from seraph.backends.cpu.pull import NO_BITS, pull_floor, relax
+from seraph.backends.cpu.pull import pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
 from seraph.interrupts import STOP
 from seraph.kernels import kernel
@@ -44,6 +44,8 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
                                                            *lightest, limit, chunks, STOP)
     if edges.sum() >= limit:
         return None
+    if not counts.any():  # the round after the last level's: no pass to list nothing
+        return np.zeros(0, dtype=np.int64)
     return _list_unsettled.over(len(values), m)(values, indptr, threshold, *lightest, counts)
 
 
@@ -126,8 +128,10 @@ def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
         for v in range(n * c // chunks, n * (c + 1) // chunks):
             if k < end:  # as ids_between: every vertex written, the unsettled ones kept
                 out[k] = v
-            k += not proven(values[v], threshold, light_codes, light_unit, v) and \
-                indptr[v + 1] > indptr[v]
+            # & where ``and`` would branch: settled and isolated vertices lie in no
+            # pattern, and the mispredicted branch costs the pass several times over.
+            k += (not proven(values[v], threshold, light_codes, light_unit, v)) & \
+                (indptr[v + 1] > indptr[v])
     return out
 
 
@@ -159,7 +163,7 @@ def _pull_pieces(indptr, indices, weights, values, vertices, bounds, lowered, mi
             v = vertices[i]
             old = values[v]
             best = relax(values, indices, weights, indptr[v], indptr[v + 1], old,
-                          op, by_weight, inf, floor, NO_BITS)
+                          op, by_weight, inf, floor)
             if best < old:
                 values[v] = best
                 lowered[i] = True

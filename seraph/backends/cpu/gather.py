@@ -27,6 +27,7 @@ from seraph.backends.cpu.pull import (
     SKIPPED_WEAK,
     SUCCEEDED,
     page_span,
+    span_end,
 )
 from seraph.kernels import PARALLEL, kernel
 from seraph.predictors import WEAK, weak_record, weak_record_part, weak_skip
@@ -36,10 +37,6 @@ EDGES_READ = NUM_COUNTERS
 #: What a vertex costs a sum besides its in-edges, in edges: its row bounds and its sum's
 #: write, which count where most vertices have few in-edges (an R-MAT's tail).
 VERTEX_COST = 2
-#: Pages that lie one after another in the slots are summed as one span of up to this many
-#: edges: a resident graph in a few parallel passes, each of equal work per thread, and an
-#: interrupt heard between them.
-SPAN_EDGES = 1 << 26
 #: The work (edges, and :data:`VERTEX_COST` a vertex) of each vertex range that a
 #: recomputing sweep's threads take in turn (:func:`recompute_pages`): a fraction of a
 #: page, so that they recompute neighbouring vertices, as a sweep page by page did.
@@ -108,19 +105,16 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
                  indices, operand, into, num_chunks, halt):
     """``into[v] += sum of operand[u]`` over the in-edges of ``pages`` (page p's edges start
     at ``offsets[k]`` in ``indices``). Pages that follow one another both in the graph and
-    in ``indices`` (a resident graph's, in ascending order) are summed as one span of up
-    to :data:`SPAN_EDGES` edges, each span's vertices in ``num_chunks`` ranges of equal
-    work. Stops before the next span once ``halt[0]`` is set (:mod:`seraph.interrupts`).
-    Its serial twin sums every span on this thread (:mod:`seraph.kernels`)."""
+    in ``indices`` (a resident graph's, in ascending order) are summed as one span
+    (:func:`~seraph.backends.cpu.pull.span_end`), each span's vertices in ``num_chunks``
+    ranges of equal work. Stops before the next span once ``halt[0]`` is set
+    (:mod:`seraph.interrupts`). Its serial twin sums every span on this thread
+    (:mod:`seraph.kernels`)."""
     k = 0
     while k < len(pages):
         if atomic_load(halt, 0):
             break
-        j = k + 1
-        while (j < len(pages) and pages[j] == pages[j - 1] + 1
-               and offsets[j] == offsets[j - 1] + page_edges
-               and (j + 1 - k) * page_edges <= SPAN_EDGES):
-            j += 1
+        j = span_end(pages, offsets, page_edges, k) + 1
         base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
                                         last_vertex)
         last_base, last_length, last_first, last_count = page_span(
@@ -320,11 +314,7 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
     while k < len(pages):
         if atomic_load(halt, 0):
             break
-        j = k + 1
-        while (j < len(pages) and pages[j] == pages[j - 1] + 1
-               and offsets[j] == offsets[j - 1] + page_edges
-               and (j + 1 - k) * page_edges <= SPAN_EDGES):
-            j += 1
+        j = span_end(pages, offsets, page_edges, k) + 1
         base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
                                         last_vertex)
         last_base, last_length, last_first, last_count = page_span(

@@ -29,6 +29,12 @@ NO_BITS = np.zeros(0, dtype=np.uint8)
 #: Pages of fewer edges are pulled on the calling thread: waking the thread pool would cost
 #: more than the page (the push engine's small rounds follow the same rule).
 SERIAL_EDGES = 4096
+#: Pages that lie one after another in the slots are swept (or summed, gather.py) as one
+#: span of up to this many edges: a resident graph in a few parallel passes, and an
+#: interrupt heard between them.
+SPAN_EDGES = 1 << 26
+#: Vertices a sweep pulls between looks at the halt flag.
+_LOOK_EVERY = 4096
 
 
 @njit(cache=True, inline="always")
@@ -43,27 +49,14 @@ def offer(op, val, w):
 
 
 @njit(cache=True, inline="always")
-def relax(values, indices, weights, lo, hi, best, op, by_weight, inf, floor,
-          offering):
+def relax(values, indices, weights, lo, hi, best, op, by_weight, inf, floor):
     """min(best, offer(value[u], w)) over the in-edges [lo, hi) (:func:`offer`; never
     offering from INF), stopping once it reaches ``floor``, below which no candidate can go
     (:func:`pull_floor`). ``weights`` holds the operator's operands (weighted operators).
 
     With ``by_weight`` (rows lightest first, ``Graph.rows_by_weight``) it also stops at the
     first in-edge whose weight alone reaches ``best``: values are at least 0, so neither it
-    nor any heavier in-edge after it can offer less, and their sources' values go unread.
-
-    ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered the
-    floor when the sweep began (:func:`offering_floor`): such an in-neighbour ends the pull
-    at the floor, and the bit is read where its value would be, in a bitmap that stays in
-    cache (GAP's bottom-up step tests its frontier the same way). The bits are tested over
-    the whole row before any value is read: a value read before the row's first offering
-    in-neighbour could not lower the pull below the floor it ends at."""
-    if len(offering):
-        for i in range(lo, hi):
-            u = indices[i]
-            if offering[u >> 3] >> (u & 7) & 1:
-                return floor
+    nor any heavier in-edge after it can offer less, and their sources' values go unread."""
     for i in range(lo, hi):
         if by_weight and weights[i] >= best:
             break
@@ -112,40 +105,67 @@ def offering_floor(values, floor):
 
 
 @njit(cache=True, nogil=True)
-def _pull_range(v0, v1, base, length, indptr, indices, weights, offset, values, op,
-                by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
+def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offset, values,
+                op, by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
                 changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
-                offering):
-    """Pulls destinations v0..v1-1 of one page; counters go to row ``chunk``."""
+                offering, halt):
+    """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``. Stops
+    once ``halt[0]`` is set, looked at every :data:`_LOOK_EVERY` vertices: a span may be
+    the whole graph."""
     best_written = minimum[chunk]
+    # Counted in locals, written once: a count in the shared array is a load and a store
+    # every vertex.
+    attempted = succeeded = skipped_strong = skipped_weak = 0
     for v in range(v0, v1):
+        if (v & (_LOOK_EVERY - 1)) == 0 and atomic_load(halt, 0):
+            break
         lo = max(indptr[v], base)
         hi = min(indptr[v + 1], base + length)
         if lo >= hi:
             continue
         old = values[v]
         if predictor & STRONG and proven(old, threshold, light_codes, light_unit, v):
-            counters[chunk, SKIPPED_STRONG] += 1
+            skipped_strong += 1
             continue
-        # A vertex split across pages always attempts: its state must describe all of its
-        # in-edges, or a skip on one page could be hidden by an attempt on another.
-        if predictor & WEAK and indptr[v] >= base and indptr[v + 1] <= base + length \
+        # A vertex split across pages always attempts, in a span too: its state must
+        # describe all of its in-edges, or a skip on one page could be hidden by an attempt
+        # on another (a re-check sweeps the owing vertex's pages one at a time).
+        if predictor & WEAK and indptr[v] // page_edges == (indptr[v + 1] - 1) // page_edges \
                 and weak_skip(table, states, v):
-            counters[chunk, SKIPPED_WEAK] += 1
+            skipped_weak += 1
             continue
-        counters[chunk, ATTEMPTED] += 1
-        best = relax(values, indices, weights, lo - base + offset, hi - base + offset, old,
-                      op, by_weight, inf, floor, offering)
+        attempted += 1
+        lo, hi = lo - base + offset, hi - base + offset
+        # ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered
+        # the floor when the sweep began (offering_floor): such an in-neighbour ends the
+        # pull at the floor, read in a bitmap that stays in cache, as GAP's bottom-up step
+        # tests its frontier. The whole row's bits come before any value: a value read
+        # before the row's first offering in-neighbour could not lower the pull below the
+        # floor it ends at. The test is written out here, not in relax: a row's scan in a
+        # called function, even inlined, compiled into much slower code per vertex.
+        offered = False
+        if len(offering):
+            for i in range(lo, hi):
+                u = indices[i]
+                if offering[u >> 3] >> (u & 7) & 1:
+                    offered = True
+                    break
+        best = floor if offered else relax(values, indices, weights, lo, hi, old, op,
+                                           by_weight, inf, floor)
         if best < old:
             values[v] = best
             changed[v] = 1
             block_epoch[v >> block_shift] = epoch
-            counters[chunk, SUCCEEDED] += 1
+            succeeded += 1
             if best < best_written:
                 best_written = best
         if predictor & WEAK:
             weak_record(table, states, v, best < old)
     minimum[chunk] = best_written
+    counters[chunk, ATTEMPTED] += attempted
+    counters[chunk, SUCCEEDED] += succeeded
+    counters[chunk, SKIPPED_STRONG] += skipped_strong
+    counters[chunk, SKIPPED_WEAK] += skipped_weak
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -164,31 +184,42 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                 epoch, num_chunks, offering, halt):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
     The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
-    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Stops before the next
-    page once ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every
-    page on this thread (:mod:`seraph.kernels`).
+    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Pages that follow one
+    another both in the graph and in the slots, ascending, are pulled as one span of up to
+    :data:`SPAN_EDGES` edges; the sweep stops within a few thousand vertices once
+    ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every page on this
+    thread (:mod:`seraph.kernels`).
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
     """
     counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
     floor = pull_floor(predictor, levels, threshold)
-    for k in range(len(pages)):
-        if atomic_load(halt, 0):
-            break
-        base, length, v_first, count = page_span(pages[k], page_edges, num_edges,
-                                                 first_vertex, last_vertex)
+    k = 0
+    while k < len(pages) and not atomic_load(halt, 0):
+        # Pages that lie one after another in the slots too (every page of a resident
+        # graph) are pulled as one span, in one parallel region: each region costs a wake
+        # of the pool and a wait for its slowest thread, on a busy machine a scheduler
+        # quantum, and a vertex split between two of them is pulled once.
+        end = span_end(pages, offsets, page_edges, k)
+        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
+                                        last_vertex)
+        last_base, last_length, last_first, last_count = page_span(
+            pages[end], page_edges, num_edges, first_vertex, last_vertex)
+        length, count = last_base + last_length - base, last_first + last_count - v_first
         if not PARALLEL or length < SERIAL_EDGES:
-            _pull_range(v_first, v_first + count, base, length, indptr, indices, weights,
-                        offsets[k], values, op, by_weight, inf, predictor, threshold,
+            _pull_range(v_first, v_first + count, base, length, page_edges, indptr, indices,
+                        weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
                         block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
-                        floor, offering)
+                        floor, offering, halt)
         else:
-            _pull_chunks(v_first, count, min(num_chunks, count), base, length, indptr,
-                         indices, weights, offsets[k], values, op, by_weight, inf,
+            _pull_chunks(v_first, count, min(num_chunks, count), base, length, page_edges,
+                         indptr, indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
-                         block_epoch, block_shift, epoch, counters, minimum, floor, offering)
+                         block_epoch, block_shift, epoch, counters, minimum, floor, offering,
+                         halt)
+        k = end + 1
     # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
     total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
     for c in range(num_chunks):
@@ -199,20 +230,33 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     return total, best
 
 
+@njit(cache=True, nogil=True)
+def span_end(pages, offsets, page_edges, k):
+    """The last index of the run from ``k`` of ascending pages one after another, in the
+    slots too, of up to :data:`SPAN_EDGES` edges (a run going down is swept page by page,
+    in its order)."""
+    end = k
+    while end + 1 < len(pages) and pages[end + 1] == pages[end] + 1 \
+            and offsets[end + 1] == offsets[end] + page_edges \
+            and (end + 2 - k) * page_edges <= SPAN_EDGES:
+        end += 1
+    return end
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _pull_chunks(v_first, count, chunks, base, length, indptr, indices, weights, offset,
-                 values, op, by_weight, inf, predictor, threshold, light_codes,
+def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indices, weights,
+                 offset, values, op, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
-                 minimum, floor, offering):
-    """Pulls one page's destinations as ``chunks`` vertex ranges in parallel."""
+                 minimum, floor, offering, halt):
+    """Pulls a span's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
         # typing, uint64 once parallelised) would compile _pull_range twice more.
         _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
-                    length, indptr, indices, weights, offset, values, op, by_weight,
-                    inf, predictor, threshold, light_codes, light_unit, table, states, changed,
-                    block_epoch, block_shift, epoch, counters, minimum, np.int64(c), floor,
-                    offering)
+                    length, page_edges, indptr, indices, weights, offset, values, op,
+                    by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
+                    changed, block_epoch, block_shift, epoch, counters, minimum, np.int64(c),
+                    floor, offering, halt)
 
 
 @kernel(cache=True, parallel=True)
