@@ -64,7 +64,7 @@ class Changes:
         if self.ids is not None:
             return self.ids
         with self.steps():  # ids, not the flags, cross to the host
-            return on_host(self.mask.nonzero()[0]).astype(np.int64)
+            return on_host(self.mask.nonzero()[0]).astype(np.int64, copy=False)
 
     def edges(self, degrees: np.ndarray) -> float:
         """Their out-edges (``degrees``: the whole graph's out-degrees); inf where they are

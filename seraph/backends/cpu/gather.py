@@ -26,8 +26,7 @@ from seraph.backends.cpu.pull import (
     SERIAL_EDGES,
     SKIPPED_WEAK,
     SUCCEEDED,
-    page_span,
-    span_end,
+    next_span,
 )
 from seraph.kernels import PARALLEL, kernel
 from seraph.predictors import WEAK, weak_record, weak_record_part, weak_skip
@@ -106,7 +105,7 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
     """``into[v] += sum of operand[u]`` over the in-edges of ``pages`` (page p's edges start
     at ``offsets[k]`` in ``indices``). Pages that follow one another both in the graph and
     in ``indices`` (a resident graph's, in ascending order) are summed as one span
-    (:func:`~seraph.backends.cpu.pull.span_end`), each span's vertices in ``num_chunks``
+    (:func:`~seraph.backends.cpu.pull.next_span`), each span's vertices in ``num_chunks``
     ranges of equal work. Stops before the next span once ``halt[0]`` is set
     (:mod:`seraph.interrupts`). Its serial twin sums every span on this thread
     (:mod:`seraph.kernels`)."""
@@ -114,12 +113,8 @@ def gather_pages(pages, offsets, page_edges, num_edges, first_vertex, last_verte
     while k < len(pages):
         if atomic_load(halt, 0):
             break
-        j = span_end(pages, offsets, page_edges, k) + 1
-        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
-                                        last_vertex)
-        last_base, last_length, last_first, last_count = page_span(
-            pages[j - 1], page_edges, num_edges, first_vertex, last_vertex)
-        length, v_end = last_base + last_length - base, last_first + last_count
+        j, base, length, v_first, v_end = next_span(pages, offsets, page_edges, num_edges,
+                                                    first_vertex, last_vertex, k)
         if not PARALLEL or length < SERIAL_EDGES:
             _sum_range(v_first, v_end, base, length, indptr, indices, offsets[k], operand,
                        into)
@@ -314,12 +309,8 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
     while k < len(pages):
         if atomic_load(halt, 0):
             break
-        j = span_end(pages, offsets, page_edges, k) + 1
-        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
-                                        last_vertex)
-        last_base, last_length, last_first, last_count = page_span(
-            pages[j - 1], page_edges, num_edges, first_vertex, last_vertex)
-        length, v_end = last_base + last_length - base, last_first + last_count
+        j, base, length, v_first, v_end = next_span(pages, offsets, page_edges, num_edges,
+                                                    first_vertex, last_vertex, k)
         if not PARALLEL or length < SERIAL_EDGES:
             _recompute_range(v_first, v_end, base, length, page_edges, indptr, indices,
                              offsets[k], operand, values, scale, page_sums, factor, eps,

@@ -201,12 +201,9 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         # graph) are pulled as one span, in one parallel region: each region costs a wake
         # of the pool and a wait for its slowest thread, on a busy machine a scheduler
         # quantum, and a vertex split between two of them is pulled once.
-        end = span_end(pages, offsets, page_edges, k)
-        base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
-                                        last_vertex)
-        last_base, last_length, last_first, last_count = page_span(
-            pages[end], page_edges, num_edges, first_vertex, last_vertex)
-        length, count = last_base + last_length - base, last_first + last_count - v_first
+        after, base, length, v_first, v_end = next_span(pages, offsets, page_edges, num_edges,
+                                                        first_vertex, last_vertex, k)
+        count = v_end - v_first
         if not PARALLEL or length < SERIAL_EDGES:
             _pull_range(v_first, v_first + count, base, length, page_edges, indptr, indices,
                         weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
@@ -219,7 +216,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                          predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering,
                          halt)
-        k = end + 1
+        k = after
     # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
     total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
     for c in range(num_chunks):
@@ -231,16 +228,21 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
 
 
 @njit(cache=True, nogil=True)
-def span_end(pages, offsets, page_edges, k):
-    """The last index of the run from ``k`` of ascending pages one after another, in the
+def next_span(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, k):
+    """The span from index ``k``: the run of ascending pages one after another, in the
     slots too, of up to :data:`SPAN_EDGES` edges (a run going down is swept page by page,
-    in its order)."""
+    in its order). Returns the index after it, its first edge and edge count, and its
+    destinations' range [v_first, v_end)."""
     end = k
     while end + 1 < len(pages) and pages[end + 1] == pages[end] + 1 \
             and offsets[end + 1] == offsets[end] + page_edges \
             and (end + 2 - k) * page_edges <= SPAN_EDGES:
         end += 1
-    return end
+    base, _, v_first, _ = page_span(pages[k], page_edges, num_edges, first_vertex,
+                                    last_vertex)
+    last_base, last_length, last_first, last_count = page_span(
+        pages[end], page_edges, num_edges, first_vertex, last_vertex)
+    return end + 1, base, last_base + last_length - base, v_first, last_first + last_count
 
 
 @njit(cache=True, nogil=True, parallel=True)
