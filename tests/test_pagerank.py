@@ -371,8 +371,9 @@ def test_the_fused_walk_step_is_the_whole_vector_one(parallel, vertex, share):
 @pytest.mark.parametrize("vertex", [None, 7])
 @pytest.mark.parametrize("factor", [1.0, 1.25])
 def test_the_fused_walk_totals_and_operands_are_the_whole_vector_ones(parallel, vertex, factor):
-    """The CPU's walk totals and operands (gather.walk_totals, walk_operands, over several
-    blocks) against the whole-vector steps that the other backends run."""
+    """The CPU's walk totals (gather.walk_totals, over several blocks) against numpy's,
+    and its walk operands (gather.walk_operands) against the whole-vector steps that the
+    other backends run."""
     rng = np.random.default_rng(19)
     n = 3 * gather.STEP_BLOCK + 5
     values = rng.random(n)
@@ -385,7 +386,7 @@ def test_the_fused_walk_totals_and_operands_are_the_whole_vector_ones(parallel, 
         vectors["values"] *= f
 
     whole = SimpleNamespace(xp=np, vector=vectors.__getitem__, scale_sums=scale_sums)
-    want_totals = Backend.walk_totals(whole)
+    want_totals = values.sum(), values[scale == 0].sum()
     Backend.walk_operands(whole, 0.85, factor, vertex)
     assert scaled == ([] if factor == 1 else [factor])
     got_values, got_operand = values.copy(), np.zeros(n)

@@ -262,17 +262,12 @@ class Backend(ABC):
         sums.fill(0)
         return change
 
+    @abstractmethod
     def walk_totals(self) -> tuple[float, float]:
         """A recomputing random walk's totals (:class:`~seraph.spec.Recompute`): the
         values' total, and their total over the vertices whose ``scale`` is 0 (those
-        without out-edges). Written over :attr:`xp` with the operand as scratch space (no
-        temporary), inside :meth:`vector_steps`; a backend may fuse them (the CPU does)."""
-        xp = self.xp
-        values, operand = self.vector("values"), self.vector(OPERAND)
-        xp.sign(self.vector(SCALE), out=operand)  # 1 where a vertex has out-edges, else 0
-        xp.subtract(1, operand, out=operand)
-        operand *= values
-        return float(values.sum(dtype=np.float64)), float(operand.sum(dtype=np.float64))
+        without out-edges). Leaves every vector as it was: the operands stand between
+        rounds that do not scale the sums."""
 
     def walk_operands(self, damping: float, factor: float, vertex: int | None) -> None:
         """A recomputing random walk's operand from its sums: the values (and every partial

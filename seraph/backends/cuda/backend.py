@@ -156,6 +156,12 @@ _first_reached = cp.ElementwiseKernel(
     "if (value != inf) atomicMin(&first[0], (unsigned long long)i)", "seraph_first_reached")
 
 
+#: The values' total over the vertices without out-edges (scale 0), in double.
+_dangling_total = cp.ReductionKernel(
+    "T value, T scale", "float64 total", "scale == 0 ? (double)value : 0.0", "a + b",
+    "total = a", "0", "seraph_dangling_total")
+
+
 def _co_resident_blocks(kernel) -> int:
     """The largest grid a cooperative launch of ``kernel`` accepts (0: none)."""
     device = cp.cuda.Device()
@@ -679,6 +685,11 @@ class CudaBackend(HostPush):
                                   indices=self.slot_indices, operand=operand, into=into,
                                   light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
         self._finish(self.compute_stream)
+
+    def walk_totals(self) -> tuple[float, float]:
+        with self.compute_stream:
+            return (float(self.values.sum(dtype=np.float64)),
+                    float(_dangling_total(self.values, self.vector(SCALE))))
 
     def vector_steps(self) -> cp.cuda.Stream:
         return self.compute_stream
