@@ -35,7 +35,7 @@ from test_interrupts import SERAPH, WITHIN_S, lines_of, wait_for_line
 import seraph
 from seraph.algorithms import ALGORITHMS
 from seraph.distributed import launch, parts
-from seraph.distributed.engine import gpu_ids
+from seraph.distributed.engine import Waiting, gpu_ids
 from seraph.errors import ConfigError, InputError, WorkerError
 from seraph.graph import Graph
 
@@ -553,6 +553,39 @@ def test_the_api_runs_over_two_gpus(store):
     got = seraph.sssp(graph, 5, devices=[0, 1])
     np.testing.assert_array_equal(got.distances, seraph.sssp(graph, 5, device="cuda").distances)
     assert len(got.stats.workers) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.sampled_from([None, 1.0, 2.5]))
+def test_waiting_takes_the_nearest_bucket_unique_and_fresh(data, delta):
+    """The partitioned engine's waiting set against a plain set of the vertices filed and
+    not yet taken: each take is its nearest bucket's, ascending, each vertex once, none
+    whose value has since moved to a nearer bucket, none without out-edges; the counts
+    of vertices and edges bound those of the live ones."""
+    n = data.draw(st.integers(1, 24))
+    degrees = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+    values = np.array(data.draw(st.lists(st.floats(0, 20), min_size=n, max_size=n)))
+    waiting, live = Waiting(np, delta, values, degrees), set()
+
+    def key(v):
+        return 0 if delta is None else int(np.floor(values[v] / delta))
+
+    for _ in range(data.draw(st.integers(1, 12))):
+        if data.draw(st.booleans()):
+            lowered = sorted(data.draw(st.sets(st.integers(0, n - 1))))
+            for v in lowered:
+                values[v] = data.draw(st.floats(0, values[v]))
+            waiting.add(np.array(lowered, dtype=np.int64))
+            live |= {v for v in lowered if degrees[v] > 0}
+        else:
+            nearest = min((key(v) for v in live), default=None)
+            want = sorted(v for v in live if key(v) == nearest)
+            assert waiting.take().tolist() == want
+            live -= set(want)
+        assert waiting.empty == (not live)
+        assert waiting.count >= len(live)
+        assert waiting.edges >= degrees[list(live)].sum()
+    assert set(waiting.drain().tolist()) >= live
 
 
 # -- the parts, without MPI -----------------------------------------------------------------

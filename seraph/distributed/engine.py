@@ -42,7 +42,7 @@ from functools import partial
 import numpy as np
 
 from seraph import interrupts, progress
-from seraph.backends.caches import out_degrees
+from seraph.backends.caches import graph_cached, out_degrees
 from seraph.backends.cpu.push import default_delta
 from seraph.backends.layout import frontier_capacity
 from seraph.distributed import mpi
@@ -71,11 +71,16 @@ class Waiting:
     it takes and those it lowered, not all that wait. A vertex lowered again is filed
     again, in its new bucket; its earlier entry, in a farther bucket, is stale, and is
     dropped when that bucket comes up (values only go down, and a push from the nearest
-    bucket writes no value below it)."""
+    bucket writes no value below it). A vertex without out-edges is never filed: its push
+    would lower nothing.
 
-    def __init__(self, delta: float | None, values_of, degrees: np.ndarray):
-        self.delta, self.values_of, self.degrees = delta, values_of, degrees
-        self.buckets: dict[int, list[np.ndarray]] = {}
+    The entries are the backend's arrays (``xp``: numpy, or cupy on the backend's stream),
+    as are ``values`` and ``degrees`` (the whole graph's out-degrees): only a step's
+    figures cross to the host."""
+
+    def __init__(self, xp, delta: float | None, values, degrees):
+        self.xp, self.delta, self.values, self.degrees = xp, delta, values, degrees
+        self.buckets: dict[int, list] = {}
         self.clean: set[int] = set()  # buckets made one entry, unique and none stale
         self.edges = 0  # the entries' out-edges, stale ones counted until dropped
         self.count = 0  # the entries, stale ones counted until dropped
@@ -84,80 +89,91 @@ class Waiting:
     def empty(self) -> bool:
         return not len(self._nearest()[1])  # what is left may all be stale
 
-    def add(self, vertices: np.ndarray) -> None:
-        """Files ``vertices`` (unique) by their values."""
+    def add(self, vertices) -> None:
+        """Files ``vertices`` (unique, ascending) by their values."""
+        xp = self.xp
+        vertices = vertices[self.degrees[vertices] > 0]
         if not len(vertices):
             return
-        self.edges += int(self.degrees[vertices].sum())
-        self.count += len(vertices)
+        self._count(vertices, 1)
         if self.delta is None:
-            self.buckets.setdefault(0, []).append(vertices)
-            self.clean.discard(0)
+            self._file(0, vertices)
             return
         keys = self._keys(vertices)
-        low, high = int(keys.min()), int(keys.max())
+        low, high = (int(k) for k in on_host(xp.stack((keys.min(), keys.max()))))
+        # A vertex filed here may have an entry in a farther bucket, stale from now on.
+        self.clean = {key for key in self.clean if key < low}
         if low == high:
-            self.buckets.setdefault(low, []).append(vertices)
-            self.clean.discard(low)
+            self._file(low, vertices)
             return
-        # A stable sort by bucket, keeping each bucket's vertices in order: numpy radix
-        # sorts 16-bit keys, and a step's changes span few buckets.
+        # A stable sort by bucket keeps each bucket's vertices ascending: numpy radix sorts
+        # 16-bit keys (cupy's sorts are radix sorts, always stable).
         keys -= low
-        order = np.argsort(keys.astype(np.uint16) if high - low < 1 << 16 else keys,
-                           kind="stable")
-        keys, vertices = keys[order] + low, vertices[order]
-        cuts = np.flatnonzero(np.diff(keys)) + 1
-        for key, part in zip(keys[np.r_[0, cuts]].tolist(), np.split(vertices, cuts), strict=True):
-            self.buckets.setdefault(key, []).append(part)
-            self.clean.discard(key)
+        if high - low < 1 << 16:
+            keys = keys.astype(xp.uint16)
+        order = keys.argsort(kind="stable") if xp is np else keys.argsort()
+        keys, vertices = keys[order], vertices[order]
+        starts = xp.concatenate((xp.zeros(1, xp.int64), xp.flatnonzero(xp.diff(keys)) + 1))
+        firsts = (on_host(keys[starts]).astype(np.int64) + low).tolist()
+        bounds = [*on_host(starts).tolist(), len(vertices)]
+        for key, start, end in zip(firsts, bounds[:-1], bounds[1:], strict=True):
+            self._file(key, vertices[start:end])
 
-    def _keys(self, vertices: np.ndarray) -> np.ndarray:
-        return np.floor(self.values_of(vertices) / self.delta).astype(np.int64)
+    def _file(self, key: int, vertices) -> None:
+        self.buckets.setdefault(key, []).append(vertices)
+        self.clean.discard(key)
 
-    def _nearest(self) -> tuple[int, np.ndarray]:
-        """The nearest bucket's key and its vertices (sorted, unique, none stale), kept as
-        one entry; empty buckets are dropped on the way."""
+    def _count(self, vertices, sign: int) -> None:
+        self.edges += sign * int(self.degrees[vertices].sum(dtype=np.int64))
+        self.count += sign * len(vertices)
+
+    def _keys(self, vertices):
+        return self.xp.floor(self.values[vertices] / self.delta).astype(np.int64)
+
+    def _nearest(self) -> tuple[int, object]:
+        """The nearest bucket's key and its vertices (ascending, unique, none stale), kept
+        as one entry; empty buckets are dropped on the way."""
+        xp = self.xp
         while self.buckets:
             key = min(self.buckets)
             entries = self.buckets[key]
             if key in self.clean:
                 return key, entries[0]
-            both = np.concatenate(entries)
-            self.edges -= int(self.degrees[both].sum())
-            self.count -= len(both)
-            vertices = both if len(entries) == 1 else np.unique(both)
+            both = entries[0] if len(entries) == 1 else xp.concatenate(entries)
+            vertices = both if len(entries) == 1 else xp.unique(both)
             if self.delta is not None:
                 vertices = vertices[self._keys(vertices) == key]
+            if len(vertices) < len(both):
+                self._count(both, -1)
+                self._count(vertices, 1)
             if not len(vertices):
                 del self.buckets[key]
                 continue
-            self.edges += int(self.degrees[vertices].sum())
-            self.count += len(vertices)
             self.buckets[key] = [vertices]
             self.clean.add(key)
             return key, vertices
-        return 0, np.empty(0, np.int64)
+        return 0, xp.empty(0, xp.int64)
 
-    def take(self) -> np.ndarray:
+    def take(self):
         """The nearest bucket's vertices, no longer waiting."""
         key, vertices = self._nearest()
         if len(vertices):
             del self.buckets[key]
             self.clean.discard(key)
-            self.edges -= int(self.degrees[vertices].sum())
-            self.count -= len(vertices)
+            self._count(vertices, -1)
         return vertices
 
-    def nearest_minimum(self):
+    def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
-        return self.values_of(self._nearest()[1]).min()
+        return float(self.values[self._nearest()[1]].min())
 
     def drain(self) -> np.ndarray:
-        """Every vertex waiting (stale entries too), none waiting after."""
+        """Every vertex waiting (stale entries too), in host memory; none waiting after."""
         every = [part for entries in self.buckets.values() for part in entries]
         self.buckets, self.edges, self.count = {}, 0, 0
         self.clean.clear()
-        return np.concatenate(every) if every else np.empty(0, np.int64)
+        return on_host(self.xp.concatenate(every)).astype(np.int64) if every else \
+            np.empty(0, np.int64)
 
 
 class PartRun(Run):
@@ -174,7 +190,9 @@ class PartRun(Run):
         backend.push_in_bins = False
         self.x = Exchange(comm, backend, graph.vertices)
         whole = graph.whole
-        self.degrees = out_degrees(whole)
+        self.degrees = whole_out_degrees(graph, backend)
+        # A push step's frontier and the vertices waiting fit a device's push lists.
+        self.capacity = frontier_capacity(graph.num_vertices)
         # One push limit and one delta for all, from the whole graph's edges.
         alpha = backend.default_push_alpha() if config.push_alpha is None else \
             config.push_alpha
@@ -207,25 +225,30 @@ class PartRun(Run):
             frontier = None
         else:
             frontier = np.unique(np.concatenate([np.asarray(f, np.int64) for f in frontiers]))
-        waiting = Waiting(self.delta, self._values_of, self.degrees)
+        with self.be.vector_steps():  # the waiting vertices are the backend's arrays
+            return self._steps(frontier)
+
+    def _steps(self, frontier) -> bool:
+        waiting = self._waiting()
         if frontier is None:
             shift = self.layout.block_shift
             self.be.mark_blocks(np.arange(self.layout.num_blocks, dtype=np.int64) << shift,
                                 self.epoch)
-            sparse = self.g.whole.num_edges < self.push_limit
+            sparse = self.g.whole.num_edges < self.push_limit and \
+                self.g.num_vertices <= self.capacity
             if sparse:
-                waiting.add(np.arange(self.g.num_vertices, dtype=np.int64))
+                waiting.add(self.be.xp.arange(self.g.num_vertices))
         else:
             self.be.mark_blocks(frontier, self.epoch)
-            waiting.add(frontier)
-            sparse = self.push_limit > 0 and waiting.edges < self.push_limit
+            waiting.add(self.be.xp.asarray(frontier))
+            sparse = self._pushes(waiting)
         while True:
             interrupts.check()
             if sparse:
-                self._push_step(waiting)
-                if waiting.empty:
+                filed = self._push_step(waiting)
+                if filed and waiting.empty:
                     return True
-                if waiting.edges >= self.push_limit:
+                if not filed or not self._pushes(waiting):
                     self._mark(waiting.drain())  # the dense rounds take what still waits
                     sparse = False
                     self.stats.switches_to_dense += 1
@@ -233,11 +256,21 @@ class PartRun(Run):
             step = self._dense_step()
             if not step.changes.count:
                 return True  # nothing changed anywhere: no page is active
-            if self.push_limit and step.changes.edges(self.degrees) < self.push_limit:
-                waiting = Waiting(self.delta, self._values_of, self.degrees)
+            if self.push_limit and step.changes.count <= self.capacity and \
+                    step.changes.edges(self.degrees) < self.push_limit:
+                waiting = self._waiting()
                 waiting.add(step.changes.vertices())
                 sparse = True
                 self.stats.switches_to_sparse += 1
+
+    def _waiting(self) -> Waiting:
+        return Waiting(self.be.xp, self.delta, self.be.vector("values"), self.degrees)
+
+    def _pushes(self, waiting: Waiting) -> bool:
+        """Whether what waits goes on in push steps: few enough out-edges (the push limit)
+        and vertices (a device's push lists)."""
+        return self.push_limit > 0 and waiting.edges < self.push_limit and \
+            waiting.count <= self.capacity
 
     def _dense_step(self) -> Step:
         """A bottom-up or dense round on this worker's active pages (nothing where none is
@@ -260,10 +293,12 @@ class PartRun(Run):
         ends on all the workers' (:meth:`_dense_step`)."""
         self._own_round = (succeeded, changed_min)
 
-    def _push_step(self, waiting: Waiting) -> None:
+    def _push_step(self, waiting: Waiting) -> bool:
         """One push round of ``waiting``'s nearest bucket over every worker's out-edges
         (all that waits where pushes are not by delta-stepping); what it lowered, on any
-        worker, waits in its turn (the same on every worker)."""
+        worker, waits in its turn (the same on every worker). Returns False where it
+        lowered more vertices than a device's push lists hold: they wait for a dense round
+        (their blocks marked by the push and the exchange)."""
         stats = self.stats
         frontier = waiting.take()
         start = time.perf_counter()
@@ -277,24 +312,21 @@ class PartRun(Run):
         stats.sparse_time += time.perf_counter() - start
         # The round's next frontier is every vertex it lowered, unless a device's list of
         # them ran out of room.
-        listed = len(res.frontier) < frontier_capacity(self.g.num_vertices)
+        listed = len(res.frontier) < self.capacity
         step = self._exchange(res.succeeded, self.alg.inf, res.frontier if listed else None)
-        waiting.add(step.changes.vertices())
+        filed = step.changes.count <= self.capacity
+        if filed:
+            waiting.add(step.changes.vertices())
         if self.alg.strong_rule.counts_rounds:
             self.prove(self.rounds_bound())
-        elif not waiting.empty:
+        elif filed and not waiting.empty:
             # Every later update descends from a vertex still waiting to push.
             self.prove(waiting.nearest_minimum())
         stats.log_round("push")
         self.trace.add("push", start - self.t0, time.perf_counter() - self.t0, rounds=1,
                        edges=res.edges)
         progress.round_done("push", stats, waiting.count)
-
-    def _values_of(self, vertices: np.ndarray) -> np.ndarray:
-        """The values of ``vertices`` (host ids), in host memory."""
-        be = self.be
-        with be.vector_steps():
-            return on_host(be.vector("values")[be.xp.asarray(vertices)])
+        return filed
 
     def _exchange(self, succeeded: int, minimum, lowered=None) -> Step:
         step = self.x.step(succeeded, minimum, lowered)
@@ -304,7 +336,7 @@ class PartRun(Run):
             self.be.mark_blocks(step.marks, self.epoch)
         return step
 
-    def _mark(self, vertices: np.ndarray) -> None:
+    def _mark(self, vertices: np.ndarray) -> None:  # host ids
         self.epoch += 1
         self.be.mark_blocks(vertices, self.epoch)
 
@@ -312,6 +344,20 @@ class PartRun(Run):
         """A summing iteration's sums over this worker's pages: added up over the workers."""
         self.x.sum(sums)
         self.stats.exchange_time = self.x.time
+
+
+def whole_out_degrees(part: PartGraph, backend):
+    """The whole graph's out-degrees in the backend's memory (int32 on a device, where
+    :func:`~seraph.distributed.exchange.device_bytes` counts them), made once a part."""
+    degrees = out_degrees(part.whole)
+    if backend.xp is np:
+        return degrees
+
+    def upload():
+        with backend.vector_steps():
+            return backend.xp.asarray(degrees.astype(np.int32))
+
+    return graph_cached(part, ("whole out-degrees", backend.name), upload)
 
 
 # -- the call ---------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seraph.backends.layout import frontier_capacity
+
 #: A sparse exchange is chosen while the gathered ids and values take at most this share of
 #: one value vector's bytes (a dense one moves the whole vector), so that its buffers (the
 #: gathered ids and values, and their copies on the way) take less room on a device than a
@@ -42,16 +44,19 @@ def on_host(array) -> np.ndarray:
 
 
 def device_bytes(num_vertices: int, value_bytes: int) -> int:
-    """The most device memory an exchange holds besides the backend's own: the copy of the
-    values, and either a sparse exchange's buffers (less than a value vector) or a dense
-    one's three flags a vertex."""
-    return num_vertices * (2 * value_bytes + 3) + (1 << 16)
+    """The most device memory a partitioned run holds besides the backend's own: the
+    exchange's copy of the values, and either a sparse exchange's buffers (less than a
+    value vector) or a dense one's three flags a vertex; the whole graph's out-degrees
+    (int32); the vertices waiting to push (at most a push list's worth, twice over, with
+    stale entries) and the temporaries of filing them (sorts, keys), 48 bytes an entry."""
+    return num_vertices * (2 * value_bytes + 3 + 4) + 48 * frontier_capacity(num_vertices) \
+        + (1 << 16)
 
 
 @dataclass
 class Changes:
-    """The vertices a step lowered on any worker: their ids (sorted, host int64), or, after
-    a dense exchange, a flag per vertex in the backend's memory (read on the backend's
+    """The vertices a step lowered on any worker: their ids (ascending, int64), or, after a
+    dense exchange, a flag per vertex; in the backend's memory (read on the backend's
     stream, ``steps``: :meth:`Backend.vector_steps`)."""
 
     count: int
@@ -59,18 +64,19 @@ class Changes:
     mask: object | None = None
     steps: object = None
 
-    def vertices(self) -> np.ndarray:
-        """The ids, in host memory."""
+    def vertices(self):
+        """The ids, in the backend's memory."""
         if self.ids is not None:
             return self.ids
-        with self.steps():  # ids, not the flags, cross to the host
-            return on_host(self.mask.nonzero()[0]).astype(np.int64, copy=False)
+        with self.steps():
+            return self.mask.nonzero()[0]
 
-    def edges(self, degrees: np.ndarray) -> float:
-        """Their out-edges (``degrees``: the whole graph's out-degrees); inf where they are
-        flags on a device: more vertices than a device's push lists hold."""
+    def edges(self, degrees) -> float:
+        """Their out-edges (``degrees``: the whole graph's out-degrees, in the backend's
+        memory); inf where they are flags on a device: more vertices than a device's push
+        lists hold."""
         if self.ids is not None:
-            return float(degrees[self.ids].sum())
+            return float(degrees[self.ids].sum(dtype=np.int64))
         if isinstance(self.mask, np.ndarray):
             return float(degrees[self.mask].sum())
         return math.inf
@@ -121,7 +127,7 @@ class Exchange:
         counts = rows[:, 0].astype(np.int64).tolist()
         item = values.itemsize
         if sum(counts) == 0:
-            changes, marks = Changes(0, ids=np.empty(0, np.int64)), np.empty(0, np.int64)
+            changes, marks = Changes(0, ids=self.xp.empty(0, np.int64)), np.empty(0, np.int64)
         elif comm.size * max(counts) * (4 + item) <= SPARSE_SHARE * len(values) * item:
             changes, marks = self._sparse(own, counts, lowered is not None)
         else:
@@ -153,7 +159,7 @@ class Exchange:
             changed = xp.unique(gathered)
             self.snapshot[changed] = values[changed]
             marks = self._blocks(xp.concatenate(lowered)) if lowered else xp.empty(0, xp.int64)
-            return Changes(len(changed), ids=on_host(changed).astype(np.int64)), on_host(marks)
+            return Changes(len(changed), ids=changed.astype(xp.int64)), on_host(marks)
 
     def _dense(self, own, listed: bool) -> tuple[Changes, np.ndarray]:
         """The value vectors reduced by an elementwise min; the changed flags are this
