@@ -559,9 +559,10 @@ def test_the_api_runs_over_two_gpus(store):
 @given(st.data(), st.sampled_from([None, 1.0, 2.5]))
 def test_waiting_takes_the_nearest_bucket_unique_and_fresh(data, delta):
     """The partitioned engine's waiting set against a plain set of the vertices filed and
-    not yet taken: each take is its nearest bucket's, ascending, each vertex once, none
-    whose value has since moved to a nearer bucket, none without out-edges; the counts
-    of vertices and edges bound those of the live ones."""
+    not yet taken: each take is its nearest bucket's, and the next ones' until it holds
+    the edges asked for, ascending, each vertex once, none whose value has since moved to
+    a nearer bucket, none without out-edges; the counts of vertices and edges bound those
+    of the live ones."""
     n = data.draw(st.integers(1, 24))
     degrees = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
     values = np.array(data.draw(st.lists(st.floats(0, 20), min_size=n, max_size=n)))
@@ -578,9 +579,14 @@ def test_waiting_takes_the_nearest_bucket_unique_and_fresh(data, delta):
             waiting.add(np.array(lowered, dtype=np.int64))
             live |= {v for v in lowered if degrees[v] > 0}
         else:
-            nearest = min((key(v) for v in live), default=None)
-            want = sorted(v for v in live if key(v) == nearest)
-            assert waiting.take().tolist() == want
+            edges = data.draw(st.integers(0, 6))
+            want, held = [], 0
+            for k in sorted({key(v) for v in live}):
+                if want and held >= edges:
+                    break
+                bucket = [v for v in live if key(v) == k]
+                want, held = want + bucket, held + degrees[bucket].sum()
+            assert waiting.take(edges).tolist() == sorted(want)
             live -= set(want)
         assert waiting.empty == (not live)
         assert waiting.count >= len(live)

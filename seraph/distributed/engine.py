@@ -55,6 +55,10 @@ from seraph.scheduler import Run
 from seraph.spec import MIN
 from seraph.stats import RunStats
 
+#: A push step takes the nearest buckets of what waits until their out-edges reach this
+#: share of the push limit: every step costs an exchange and the host's decisions whatever
+#: its work, and a delta-stepping bucket of a few edges leaves the devices idle meanwhile.
+STEP_SHARE = 16
 #: RunStats counters that add up over the workers.
 SUMMED = ("num_slots", "pages_transferred", "pages_skipped", "bytes_h2d", "bytes_d2h",
           "sweeps", "reentries", "updates_attempted", "updates_succeeded", "skipped_strong",
@@ -123,9 +127,12 @@ class Waiting:
         self.buckets.setdefault(key, []).append(vertices)
         self.clean.discard(key)
 
-    def _count(self, vertices, sign: int) -> None:
-        self.edges += sign * int(self.degrees[vertices].sum(dtype=np.int64))
+    def _count(self, vertices, sign: int) -> int:
+        """Counts ``vertices`` in (``sign`` 1) or out (-1); returns their out-edges."""
+        edges = int(self.degrees[vertices].sum(dtype=np.int64))
+        self.edges += sign * edges
         self.count += sign * len(vertices)
+        return edges
 
     def _keys(self, vertices):
         return self.xp.floor(self.values[vertices] / self.delta).astype(np.int64)
@@ -154,14 +161,22 @@ class Waiting:
             return key, vertices
         return 0, xp.empty(0, xp.int64)
 
-    def take(self):
-        """The nearest bucket's vertices, no longer waiting."""
-        key, vertices = self._nearest()
-        if len(vertices):
+    def take(self, edges: float = 0):
+        """The nearest bucket's vertices, and the next buckets' while those taken hold
+        fewer than ``edges`` out-edges, ascending, no longer waiting. (No vertex is in two
+        of them: its entry in the farther one is stale.)"""
+        taken, held = [], 0
+        while held < edges or not taken:
+            key, vertices = self._nearest()
+            if not len(vertices):
+                break
             del self.buckets[key]
             self.clean.discard(key)
-            self._count(vertices, -1)
-        return vertices
+            held += self._count(vertices, -1)
+            taken.append(vertices)
+        if len(taken) < 2:
+            return taken[0] if taken else self.xp.empty(0, np.int64)
+        return self.xp.sort(self.xp.concatenate(taken))
 
     def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
@@ -300,7 +315,7 @@ class PartRun(Run):
         lowered more vertices than a device's push lists hold: they wait for a dense round
         (their blocks marked by the push and the exchange)."""
         stats = self.stats
-        frontier = waiting.take()
+        frontier = waiting.take(self.push_limit / STEP_SHARE)
         start = time.perf_counter()
         progress.working("push", stats)
         self.epoch += 1
