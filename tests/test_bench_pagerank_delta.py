@@ -29,12 +29,14 @@ def test_the_pagerank_delta_study_on_the_cpu(tmp_path, capsys):
         assert c["converged"] and c["edges_read"] > 0 and c["totals"]["rounds"] > 0
         if c["variant"] == bench_pagerank_delta.BASELINE:
             assert c["edges_ratio"] == 1 and c["meets_bar"] is None
-        if "auto" in c["variant"]:  # its weak predictor joins once attempts mostly fail
+        if "weak" in c["variant"]:  # auto's weak predictor joins once attempts mostly fail
             assert c["meets_bar"] in (True, False)
-        elif "weak" in c["variant"]:
-            assert c["totals"]["skipped_weak"] > 0 and c["meets_bar"] in (True, False)
         else:
             assert c["totals"]["skipped_weak"] == 0
+    # A diagram skips a handful of vertices a run at this size, and a paged or parallel
+    # run's rounds vary with timing: each skips somewhere, not in every row.
+    for variant in {c["variant"] for c in cells if "weak (" in c["variant"]}:
+        assert sum(c["totals"]["skipped_weak"] for c in cells if c["variant"] == variant)
     assert {c["variant"] for c in cells} >= {"power", "delta, auto (weak)"}
     written = sorted(traces.glob("*.json"))
     assert len(written) == len(cells)
