@@ -55,9 +55,13 @@ from seraph.scheduler import Run
 from seraph.spec import MIN
 from seraph.stats import RunStats
 
-#: A push step takes the nearest buckets of what waits until their out-edges reach this
-#: share of the push limit: every step costs an exchange and the host's decisions whatever
-#: its work, and a delta-stepping bucket of a few edges leaves the devices idle meanwhile.
+#: A push step takes the next buckets of what waits after the nearest while their
+#: out-edges stay within the last step's (the buckets no longer grow), under STEP_EDGES and
+#: a STEP_SHARE of the push limit: every step costs an exchange and the host's decisions
+#: whatever its work, and the long tail of small buckets (a grid's every bucket) would
+#: leave the devices idle meanwhile. While the buckets grow, a wider step would lower more
+#: vertices from values not yet final, which the bottom-up rounds after pay for.
+STEP_EDGES = 1 << 16
 STEP_SHARE = 16
 #: RunStats counters that add up over the workers.
 SUMMED = ("num_slots", "pages_transferred", "pages_skipped", "bytes_h2d", "bytes_d2h",
@@ -161,22 +165,29 @@ class Waiting:
             return key, vertices
         return 0, xp.empty(0, xp.int64)
 
-    def take(self, edges: float = 0):
-        """The nearest bucket's vertices, and the next buckets' while those taken hold
-        fewer than ``edges`` out-edges, ascending, no longer waiting. (No vertex is in two
-        of them: its entry in the farther one is stale.)"""
-        taken, held = [], 0
-        while held < edges or not taken:
-            key, vertices = self._nearest()
-            if not len(vertices):
-                break
-            del self.buckets[key]
-            self.clean.discard(key)
-            held += self._count(vertices, -1)
+    def take(self, edges: float = 0, unless_over: float = math.inf) -> tuple[object, int]:
+        """The nearest bucket's vertices, and the next buckets' while those taken have
+        fewer than ``edges`` out-edges and at most ``unless_over``; ascending, no longer
+        waiting. Returns them and their out-edges. (No vertex is in two buckets taken: its
+        entry in the farther one is stale.)"""
+        vertices, held = self._pop()
+        taken = [vertices]
+        while 0 < held < edges and held <= unless_over and len(vertices):
+            vertices, more = self._pop()
             taken.append(vertices)
-        if len(taken) < 2:
-            return taken[0] if taken else self.xp.empty(0, np.int64)
-        return self.xp.sort(self.xp.concatenate(taken))
+            held += more
+        if len(taken) == 1:
+            return taken[0], held
+        return self.xp.sort(self.xp.concatenate(taken)), held
+
+    def _pop(self) -> tuple[object, int]:
+        """The nearest bucket's vertices, no longer waiting, and their out-edges."""
+        key, vertices = self._nearest()
+        if not len(vertices):
+            return vertices, 0
+        del self.buckets[key]
+        self.clean.discard(key)
+        return vertices, self._count(vertices, -1)
 
     def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
@@ -220,6 +231,7 @@ class PartRun(Run):
         self.push_limit = whole.num_edges / alpha if use_push else 0.0
         self.delta = delta if math.isfinite(delta) else None
         self._own_round = (0, algorithm.inf)
+        self._step_edges = 0  # the last push step's out-edges
 
     # -- the steps ------------------------------------------------------------------------
     def execute(self, frontier, max_dense_rounds: int | None = None) -> bool:
@@ -315,7 +327,8 @@ class PartRun(Run):
         lowered more vertices than a device's push lists hold: they wait for a dense round
         (their blocks marked by the push and the exchange)."""
         stats = self.stats
-        frontier = waiting.take(self.push_limit / STEP_SHARE)
+        frontier, self._step_edges = waiting.take(
+            min(self.push_limit / STEP_SHARE, STEP_EDGES), self._step_edges)
         start = time.perf_counter()
         progress.working("push", stats)
         self.epoch += 1
