@@ -61,7 +61,7 @@ from seraph.stats import RunStats
 #: whatever its work, and the long tail of small buckets (a grid's every bucket) would
 #: leave the devices idle meanwhile. While the buckets grow, a wider step would lower more
 #: vertices from values not yet final, which the bottom-up rounds after pay for.
-STEP_EDGES = 1 << 16
+STEP_EDGES = 1 << 20
 STEP_SHARE = 16
 #: RunStats counters that add up over the workers.
 SUMMED = ("num_slots", "pages_transferred", "pages_skipped", "bytes_h2d", "bytes_d2h",
