@@ -231,7 +231,7 @@ class PartRun(Run):
         self.push_limit = whole.num_edges / alpha if use_push else 0.0
         self.delta = delta if math.isfinite(delta) else None
         self._own_round = (0, algorithm.inf)
-        self._step_edges = 0  # the last push step's out-edges
+        self._step_edges = 0  # the out-edges of the phase's last push step
 
     # -- the steps ------------------------------------------------------------------------
     def execute(self, frontier, max_dense_rounds: int | None = None) -> bool:
@@ -291,6 +291,8 @@ class PartRun(Run):
                 self.stats.switches_to_sparse += 1
 
     def _waiting(self) -> Waiting:
+        """An empty waiting set, for a phase of push steps whose first takes one bucket."""
+        self._step_edges = 0
         return Waiting(self.be.xp, self.delta, self.be.vector("values"), self.degrees)
 
     def _pushes(self, waiting: Waiting) -> bool:
@@ -321,11 +323,11 @@ class PartRun(Run):
         self._own_round = (succeeded, changed_min)
 
     def _push_step(self, waiting: Waiting) -> bool:
-        """One push round of ``waiting``'s nearest bucket over every worker's out-edges
-        (all that waits where pushes are not by delta-stepping); what it lowered, on any
-        worker, waits in its turn (the same on every worker). Returns False where it
-        lowered more vertices than a device's push lists hold: they wait for a dense round
-        (their blocks marked by the push and the exchange)."""
+        """One push round of ``waiting``'s nearest buckets (:meth:`Waiting.take`; all that
+        waits where pushes are not by delta-stepping) over every worker's out-edges; what
+        it lowered, on any worker, waits in its turn (the same on every worker). Returns
+        False where it lowered more vertices than a device's push lists hold: they wait for
+        a dense round (their blocks marked by the push and the exchange)."""
         stats = self.stats
         frontier, self._step_edges = waiting.take(
             min(self.push_limit / STEP_SHARE, STEP_EDGES), self._step_edges)
