@@ -557,16 +557,21 @@ def test_the_api_runs_over_two_gpus(store):
 
 @settings(max_examples=200, deadline=None)
 @given(st.data(), st.sampled_from([None, 1.0, 2.5]))
-def test_waiting_takes_the_nearest_bucket_unique_and_fresh(data, delta):
+def test_waiting_takes_the_nearest_bucket_unique_and_fresh(device, data, delta):
     """The partitioned engine's waiting set against a plain set of the vertices filed and
     not yet taken: each take is its nearest bucket's, and the next ones' until it holds
     the edges asked for (within a cap), ascending, each vertex once,
     none whose value has since moved to a nearer bucket, none without out-edges; the
-    counts of vertices and edges bound those of the live ones."""
+    counts of vertices and edges bound those of the live ones; in numpy's arrays, or
+    cupy's on a GPU (the partitioned engine's on a device)."""
+    xp = np
+    if device == "cuda":
+        import cupy as xp
     n = data.draw(st.integers(1, 24))
     degrees = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
     values = np.array(data.draw(st.lists(st.floats(0, 20), min_size=n, max_size=n)))
-    waiting, live = Waiting(np, delta, values, degrees), set()
+    on = xp.asarray(values)
+    waiting, live = Waiting(xp, delta, on, xp.asarray(degrees)), set()
 
     def key(v):
         return 0 if delta is None else int(np.floor(values[v] / delta))
@@ -576,7 +581,8 @@ def test_waiting_takes_the_nearest_bucket_unique_and_fresh(data, delta):
             lowered = sorted(data.draw(st.sets(st.integers(0, n - 1))))
             for v in lowered:
                 values[v] = data.draw(st.floats(0, values[v]))
-            waiting.add(np.array(lowered, dtype=np.int64))
+            on[...] = xp.asarray(values)
+            waiting.add(xp.asarray(lowered, dtype=np.int64))
             live |= {v for v in lowered if degrees[v] > 0}
         else:
             edges, unless_over = data.draw(st.integers(0, 6)), data.draw(st.integers(0, 6))
