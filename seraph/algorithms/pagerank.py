@@ -43,6 +43,7 @@ from numba import njit, prange
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import EDGE_CHUNK, pages, row_of, wrong
 from seraph.api import as_graph, execute, make_config, public_call, source_index
+from seraph.backends.base import add_at_p
 from seraph.backends.caches import out_degrees
 from seraph.errors import ConfigError, InputError
 from seraph.iterations import iterate
@@ -76,19 +77,12 @@ class PageRankProgram:
     max_iterations: int = 100
     personalization: int | None = None
 
-    def add_jump(self, x, amount: float) -> None:
-        """``x += amount * p``, in place (``p``: uniform, or all at the personalization)."""
-        if self.personalization is None:
-            x += x.dtype.type(amount / len(x))
-        else:
-            x[self.personalization] += x.dtype.type(amount)
-
     def start(self, be) -> None:
         """The values ``p``, and each vertex's 1 / outdeg (0 where it has no out-edges)."""
         x = be.vector("values")
         x.fill(0)
         if len(x):
-            self.add_jump(x, 1.0)
+            add_at_p(x, 1.0, self.personalization)
         degrees = out_degrees(be.graph)
         scale = np.zeros(len(degrees), dtype=np.float64)
         np.divide(1.0, degrees, out=scale, where=degrees > 0)
@@ -224,7 +218,7 @@ class Delta(PageRankProgram):
         stats.converged = done
         with be.vector_steps():
             be.xp.multiply(t, t.dtype.type(d), out=t)
-            self.add_jump(t, 1.0)
+            add_at_p(t, 1.0, self.personalization)
             total = float(t.sum(dtype=np.float64))  # at least 1: y >= p
             t /= t.dtype.type(total)
         stats.change = self.tolerance * (total - 1) / total if stats.converged else math.inf

@@ -71,6 +71,15 @@ class PushOutcome:
     minimum: object  # the smallest value among the waiting vertices, when there are any
 
 
+def add_at_p(x, amount: float, vertex: int | None) -> None:
+    """``x += amount * p`` in place, ``p`` a random walk's restart: uniform (``vertex``
+    None) or all at ``vertex``."""
+    if vertex is None:
+        x += x.dtype.type(amount / len(x))
+    else:
+        x[vertex] += x.dtype.type(amount)
+
+
 class Backend(ABC):
     """Page slots and vertex state on a device, driven by the scheduler.
 
@@ -250,10 +259,7 @@ class Backend(ABC):
         values, sums = self.vector("values"), self.vector(ACCUMULATOR)
         jump = restart + damping * (1.0 - float(sums.sum(dtype=np.float64)))
         sums *= sums.dtype.type(damping)
-        if vertex is None:
-            sums += sums.dtype.type(jump / len(sums))
-        else:
-            sums[vertex] += sums.dtype.type(jump)
+        add_at_p(sums, jump, vertex)
         xp.subtract(values, sums, out=values)
         xp.abs(values, out=values)
         change = float(values.sum(dtype=np.float64))
@@ -283,10 +289,7 @@ class Backend(ABC):
             self.scale_sums(factor)
         values, operand = self.vector("values"), self.vector(OPERAND)
         self.xp.multiply(values, values.dtype.type(damping), out=operand)
-        if vertex is None:
-            operand += operand.dtype.type(1 / len(operand))
-        else:
-            operand[vertex] += operand.dtype.type(1)
+        add_at_p(operand, 1.0, vertex)
         operand *= self.vector(SCALE)
 
     @abstractmethod
