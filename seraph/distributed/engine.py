@@ -46,7 +46,7 @@ from seraph.backends.caches import graph_cached, out_degrees
 from seraph.backends.cpu.push import default_delta
 from seraph.backends.layout import frontier_capacity
 from seraph.distributed import mpi
-from seraph.distributed.exchange import Exchange, Step, device_bytes, on_host
+from seraph.distributed.exchange import Exchange, Step, device_bytes, on_host, out_edges
 from seraph.distributed.guard import GUARDED
 from seraph.distributed.parts import PartGraph, check_parts, part_of
 from seraph.errors import ConfigError, SeraphError
@@ -133,7 +133,7 @@ class Waiting:
 
     def _count(self, vertices, sign: int) -> int:
         """Counts ``vertices`` in (``sign`` 1) or out (-1); returns their out-edges."""
-        edges = int(self.degrees[vertices].sum(dtype=np.int64))
+        edges = out_edges(self.degrees, vertices)
         self.edges += sign * edges
         self.count += sign * len(vertices)
         return edges

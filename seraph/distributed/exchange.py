@@ -53,6 +53,13 @@ def device_bytes(num_vertices: int, value_bytes: int) -> int:
         + (1 << 16)
 
 
+def out_edges(degrees, vertices) -> int:
+    """The out-edges of ``vertices`` (``degrees``: out-degrees, in the same memory). The
+    gathered degrees are widened before the sum: cupy compiles a sum that widens as it
+    goes anew for each size class of its input, inside whichever call first meets it."""
+    return int(degrees[vertices].astype(np.int64, copy=False).sum())
+
+
 @dataclass
 class Changes:
     """The vertices a step lowered on any worker: their ids (ascending, int64), or, after a
@@ -76,7 +83,7 @@ class Changes:
         memory); inf where they are flags on a device: more vertices than a device's push
         lists hold."""
         if self.ids is not None:
-            return float(degrees[self.ids].sum(dtype=np.int64))
+            return float(out_edges(degrees, self.ids))
         if isinstance(self.mask, np.ndarray):
             return float(degrees[self.mask].sum())
         return math.inf
