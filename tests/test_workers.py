@@ -585,7 +585,7 @@ def test_waiting_takes_the_nearest_bucket_unique_and_fresh(device, data, delta):
             waiting.add(xp.asarray(lowered, dtype=np.int64))
             live |= {v for v in lowered if degrees[v] > 0}
         else:
-            edges, unless_over = data.draw(st.integers(0, 6)), data.draw(st.integers(0, 6))
+            edges, unless_over = data.draw(st.integers(0, 20)), data.draw(st.integers(0, 20))
             want, held = [], 0
             for k in sorted({key(v) for v in live}):
                 if want and (held >= edges or held > unless_over):

@@ -84,11 +84,14 @@ class Waiting:
 
     The entries are the backend's arrays (``xp``: numpy, or cupy on the backend's stream),
     as are ``values`` and ``degrees`` (the whole graph's out-degrees): only a step's
-    figures cross to the host."""
+    figures cross to the host. Each bucket's entries and their out-edges are counted on
+    the host as they are filed (stale ones until dropped), so that a step chooses its
+    buckets without reading the device."""
 
     def __init__(self, xp, delta: float | None, values, degrees):
         self.xp, self.delta, self.values, self.degrees = xp, delta, values, degrees
         self.buckets: dict[int, list] = {}
+        self.held: dict[int, list[int]] = {}  # a bucket's entries and their out-edges
         self.clean: set[int] = set()  # buckets made one entry, unique and none stale
         self.edges = 0  # the entries' out-edges, stale ones counted until dropped
         self.count = 0  # the entries, stale ones counted until dropped
@@ -103,16 +106,15 @@ class Waiting:
         vertices = vertices[self.degrees[vertices] > 0]
         if not len(vertices):
             return
-        self._count(vertices, 1)
         if self.delta is None:
-            self._file(0, vertices)
+            self._file(0, vertices, out_edges(self.degrees, vertices))
             return
         keys = self._keys(vertices)
         low, high = (int(k) for k in on_host(xp.stack((keys.min(), keys.max()))))
         # A vertex filed here may have an entry in a farther bucket, stale from now on.
         self.clean = {key for key in self.clean if key < low}
         if low == high:
-            self._file(low, vertices)
+            self._file(low, vertices, out_edges(self.degrees, vertices))
             return
         # A stable sort by bucket keeps each bucket's vertices ascending: numpy radix sorts
         # 16-bit keys (cupy's sorts are radix sorts, always stable).
@@ -121,73 +123,90 @@ class Waiting:
             keys = keys.astype(xp.uint16)
         order = keys.argsort(kind="stable") if xp is np else keys.argsort()
         keys, vertices = keys[order], vertices[order]
-        starts = xp.concatenate((xp.zeros(1, xp.int64), xp.flatnonzero(xp.diff(keys)) + 1))
-        firsts = (on_host(keys[starts]).astype(np.int64) + low).tolist()
-        bounds = [*on_host(starts).tolist(), len(vertices)]
-        for key, start, end in zip(firsts, bounds[:-1], bounds[1:], strict=True):
-            self._file(key, vertices[start:end])
+        starts = xp.flatnonzero(xp.diff(keys)) + 1
+        # Each bucket's first key, where it starts and the out-edges before its end.
+        edges = xp.cumsum(self.degrees[vertices].astype(xp.int64))
+        firsts, ends, through = on_host(xp.stack((
+            xp.concatenate((keys[:1].astype(xp.int64), keys[starts].astype(xp.int64))),
+            xp.concatenate((starts, xp.full(1, len(vertices), starts.dtype))),
+            edges[xp.concatenate((starts - 1, xp.full(1, len(vertices) - 1, starts.dtype)))],
+        ))).tolist()
+        for key, start, end, before, upto in zip(firsts, [0, *ends[:-1]], ends,
+                                                 [0, *through[:-1]], through, strict=True):
+            self._file(key + low, vertices[start:end], upto - before)
 
-    def _file(self, key: int, vertices) -> None:
+    def _file(self, key: int, vertices, edges: int) -> None:
         self.buckets.setdefault(key, []).append(vertices)
+        held = self.held.setdefault(key, [0, 0])
+        held[0] += len(vertices)
+        held[1] += edges
+        self.count += len(vertices)
+        self.edges += edges
         self.clean.discard(key)
 
-    def _count(self, vertices, sign: int) -> int:
-        """Counts ``vertices`` in (``sign`` 1) or out (-1); returns their out-edges."""
-        edges = out_edges(self.degrees, vertices)
-        self.edges += sign * edges
-        self.count += sign * len(vertices)
-        return edges
+    def _drop(self, key: int) -> list:
+        """Bucket ``key``'s entries, no longer counted."""
+        count, edges = self.held.pop(key)
+        self.count -= count
+        self.edges -= edges
+        self.clean.discard(key)
+        return self.buckets.pop(key)
 
     def _keys(self, vertices):
         return self.xp.floor(self.values[vertices] / self.delta).astype(np.int64)
 
+    def _fresh(self, keys: list[int]):
+        """The vertices of buckets ``keys`` (the nearest, ascending), unique, none stale,
+        ascending; the buckets are dropped."""
+        xp = self.xp
+        if len(keys) == 1 and keys[0] in self.clean:
+            return self._drop(keys[0])[0]
+        entries = [entry for key in keys for entry in self._drop(key)]
+        vertices = xp.unique(entries[0] if len(entries) == 1 else xp.concatenate(entries))
+        if self.delta is not None:
+            # An entry is stale where its vertex's value moved to a nearer bucket.
+            vertices = vertices[self._keys(vertices) >= keys[0]]
+        return vertices
+
     def _nearest(self) -> tuple[int, object]:
         """The nearest bucket's key and its vertices (ascending, unique, none stale), kept
         as one entry; empty buckets are dropped on the way."""
-        xp = self.xp
         while self.buckets:
             key = min(self.buckets)
-            entries = self.buckets[key]
             if key in self.clean:
-                return key, entries[0]
-            both = entries[0] if len(entries) == 1 else xp.concatenate(entries)
-            vertices = both if len(entries) == 1 else xp.unique(both)
-            if self.delta is not None:
-                vertices = vertices[self._keys(vertices) == key]
-            if len(vertices) < len(both):
-                self._count(both, -1)
-                self._count(vertices, 1)
-            if not len(vertices):
-                del self.buckets[key]
-                continue
-            self.buckets[key] = [vertices]
-            self.clean.add(key)
-            return key, vertices
-        return 0, xp.empty(0, xp.int64)
+                return key, self.buckets[key][0]
+            vertices = self._fresh([key])
+            if len(vertices):
+                self._file(key, vertices, out_edges(self.degrees, vertices))
+                self.clean.add(key)
+                return key, vertices
+        return 0, self.xp.empty(0, self.xp.int64)
 
     def take(self, edges: float = 0, unless_over: float = math.inf) -> tuple[object, int]:
         """The nearest bucket's vertices, and the next buckets' while those taken have
         fewer than ``edges`` out-edges and at most ``unless_over``; ascending, no longer
         waiting. Returns them and their out-edges. (No vertex is in two buckets taken: its
-        entry in the farther one is stale.)"""
-        vertices, held = self._pop()
-        taken = [vertices]
-        while 0 < held < edges and held <= unless_over and len(vertices):
-            vertices, more = self._pop()
-            taken.append(vertices)
-            held += more
-        if len(taken) == 1:
-            return taken[0], held
-        return self.xp.sort(self.xp.concatenate(taken)), held
+        entry in the farther one is stale.)
 
-    def _pop(self) -> tuple[object, int]:
-        """The nearest bucket's vertices, no longer waiting, and their out-edges."""
-        key, vertices = self._nearest()
-        if not len(vertices):
-            return vertices, 0
-        del self.buckets[key]
-        self.clean.discard(key)
-        return vertices, self._count(vertices, -1)
+        The buckets go in batches: the nearest, and those after it while the counted
+        out-edges before them (at least those that are fresh) stay within the limits, all
+        of which the rule takes."""
+        taken, held = [], 0
+        while self.buckets and (not held or (held < edges and held <= unless_over)):
+            keys = sorted(self.buckets)
+            batch, bound = keys[:1], held + self.held[keys[0]][1]
+            for key in keys[1:]:
+                if not (bound < edges and bound <= unless_over):
+                    break
+                batch.append(key)
+                bound += self.held[key][1]
+            vertices = self._fresh(batch)
+            if len(vertices):
+                taken.append(vertices)
+                held += out_edges(self.degrees, vertices)
+        if len(taken) <= 1:
+            return (taken[0] if taken else self.xp.empty(0, self.xp.int64)), held
+        return self.xp.sort(self.xp.concatenate(taken)), held
 
     def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
@@ -196,7 +215,7 @@ class Waiting:
     def drain(self) -> np.ndarray:
         """Every vertex waiting (stale entries too), in host memory; none waiting after."""
         every = [part for entries in self.buckets.values() for part in entries]
-        self.buckets, self.edges, self.count = {}, 0, 0
+        self.buckets, self.held, self.edges, self.count = {}, {}, 0, 0
         self.clean.clear()
         return on_host(self.xp.concatenate(every)).astype(np.int64) if every else \
             np.empty(0, np.int64)
