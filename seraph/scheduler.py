@@ -287,6 +287,10 @@ class Run:
         """A summing iteration summed every page of this run into ``sums`` (a partitioned
         run's worker adds the others' sums here)."""
 
+    def forests_linked(self, parent) -> None:
+        """Union-find linked this run's edges into the forest ``parent`` (a partitioned
+        run's worker unites it with the others' here)."""
+
     def values_changed_outside(self) -> None:
         """The values changed outside a round (a plan's own step, as CC's labelling after
         its hub phase): nothing is proven final until a round has run, and what is marked

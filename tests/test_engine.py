@@ -33,6 +33,7 @@ from seraph.backends.cpu.pull import SERIAL_EDGES
 from seraph.backends.layout import Layout
 from seraph.graph import Graph
 from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
+from seraph.scheduler import Run
 from seraph.validate import check
 
 SCHEDULES = ("pipelined", "reentry", "single")
@@ -412,6 +413,40 @@ def test_union_find_on_larger_graphs(device, all_threads):
         for memory in (None, layout.state_bytes + 2 * layout.slot_bytes):
             got = seraph.connected_components(graph, device=device, device_memory=memory)
             assert check(graph, "cc", got.labels) is None
+
+
+@HYPOTHESIS
+@given(case=inputs(weighted=False, symmetric=True), more=st.data(),
+       page_edges=st.sampled_from([1, 4, 1 << 20]), paged=st.booleans())
+def test_union_find_unites_its_forest_with_another(case, more, page_edges, paged, device):
+    """What a partitioned run's workers do between union-find's phases, on one process:
+    the forest is linked with another one (``Backend.link_parents``, here the components
+    of other edges) after the sampling and after the finish, and the labels are the
+    components of both edge sets."""
+    edges, _source = case
+    graph = edges.graph(page_edges)
+    n = graph.num_vertices
+    src = np.array(more.draw(st.lists(st.integers(0, n - 1), max_size=6)), np.int64)
+    dst = np.array(more.draw(st.lists(st.integers(0, n - 1), min_size=len(src),
+                                      max_size=len(src))), np.int64)
+    extra = Graph.from_edges(src, dst, num_vertices=n, symmetrize=True)
+    other = seraph.connected_components(extra, device="cpu").labels.astype(np.int32)
+    both = Graph.from_edges(np.concatenate([np.array(edges.src, np.int64), src]),
+                            np.concatenate([np.array(edges.dst, np.int64), dst]),
+                            num_vertices=n, symmetrize=True)
+    linked = []
+
+    def forests_linked(run, parent):
+        run.be.link_parents(parent, run.be.xp.asarray(other))
+        linked.append(len(parent))
+
+    layout = Layout.for_run(graph, cc.SPEC, "strong", None)
+    memory = layout.state_bytes + 2 * layout.slot_bytes if paged else None
+    with mock.patch.object(Run, "forests_linked", forests_linked):
+        got = seraph.connected_components(graph, device=device, device_memory=memory)
+    np.testing.assert_array_equal(got.labels, seraph.connected_components(
+        both, device="cpu").labels)
+    assert linked == [n, n] or n == 0
 
 
 @HYPOTHESIS

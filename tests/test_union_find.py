@@ -20,6 +20,7 @@ from seraph.backends.cpu.union_find import (
     components,
     compress,
     link_edges,
+    link_parents,
     most_frequent_root,
     new_forest,
 )
@@ -240,6 +241,19 @@ def test_link_edges_links_only_the_positions_asked_for():
     np.testing.assert_array_equal(parent, [0, 1, 0, 3])
     link_edges(parent, indptr, indices, first_neighbour=2)
     np.testing.assert_array_equal(parent, [0, 1, 0, 0])
+
+
+@EXAMPLES
+@given(random_graphs(), st.integers(0, 4))
+def test_linked_parents_are_the_forest_of_both_edge_sets(graph, split):
+    """Two forests, each of some of the edges (a partitioned run's workers'), linked into
+    one: the components of all the edges, each labelled by its smallest id."""
+    n, src, dst = graph
+    cut = len(src) * split // 4
+    one = components(*symmetric_csc(n, src[:cut], dst[:cut]), n)
+    other = components(*symmetric_csc(n, src[cut:], dst[cut:]), n)
+    link_parents(one, other)
+    np.testing.assert_array_equal(one, smallest_ids(*symmetric_csc(n, src, dst), n))
 
 
 def test_most_frequent_root():

@@ -105,7 +105,7 @@ def union_find(run: Run) -> None:
     """The whole run: the backend's union-find (``Backend.components``)."""
     start = time.perf_counter()
     progress.working("union-find", run.stats)
-    run.be.union_find()
+    run.be.union_find(merge=run.forests_linked)
     run.stats.kernel_time += time.perf_counter() - start
 
 

@@ -323,10 +323,20 @@ class Backend(ABC):
         (:class:`seraph.backends.cpu.host_push.HostPush` runs them on the host)."""
 
     @abstractmethod
-    def union_find(self) -> None:
+    def union_find(self, merge=None) -> None:
         """Connected components by union-find, into the values (CC's, every vertex its own
         id to start): each vertex's value becomes the smallest vertex id of its component
-        (docs/design.md, "Union-find CC")."""
+        (docs/design.md, "Union-find CC"). ``merge``, where given, is called with the
+        parents (int32, in the backend's memory, each pointing at its root) after the
+        sampling and after the finish: the workers of a partitioned run, each of which
+        links its own part's edges, unite their forests there (:meth:`link_parents`), so
+        that all of them skip the same largest component."""
+
+    @abstractmethod
+    def link_parents(self, parent, other) -> None:
+        """Unites, in ``parent``, each vertex with its parent in ``other`` (another forest
+        of the same vertices, in the backend's memory), then points every vertex at its
+        root."""
 
     @abstractmethod
     def label_unreached(self) -> np.ndarray | None:

@@ -19,9 +19,10 @@ wrote, or the rounds done, or the smallest value still waiting) and take the sam
 step; the run ends when a step changed nothing anywhere, or nothing waits to push. A
 summing program's iterations add up the workers' sums (:meth:`PartRun.sums_gathered`).
 
-Where a phase does not split simply, multi-worker runs leave it off, with answers
-unchanged: connected components run by label propagation rather than union-find, and the
-weak predictor (whose re-check is one process's) is refused.
+Union-find (connected components) takes no steps: each worker links its own part's
+edges, and the workers unite their forests after the sampling and after the finish
+(:meth:`PartRun.forests_linked`), so that all of them skip the same largest component.
+The weak predictor (whose re-check is one process's) is refused.
 
 Faults: an error that every worker meets before the run (a budget too small, a bad
 option) is raised on all of them alike. Any other failure of a worker during the run ends
@@ -389,6 +390,11 @@ class PartRun(Run):
         self.epoch += 1
         self.be.mark_blocks(vertices, self.epoch)
 
+    def forests_linked(self, parent) -> None:
+        """Union-find's forest of this worker's edges: united with the other workers'."""
+        self.x.unite(parent)
+        self.stats.exchange_time = self.x.time
+
     def sums_gathered(self, sums) -> None:
         """A summing iteration's sums over this worker's pages: added up over the workers."""
         self.x.sum(sums)
@@ -485,8 +491,8 @@ def workers_comm(config, world):
 
 
 def partitioned_config(config, algorithm):
-    """The run's config on each worker: its device, components by label propagation, and
-    the predictor resolved (auto's weak half is one process's)."""
+    """The run's config on each worker: its device, and the predictor resolved (auto's
+    weak half is one process's)."""
     device = "cuda" if config.devices is not None else "cpu"
     predictor = config.resolved_predictor(algorithm)
     if predictor in WITH_DIAGRAM and config.predictor == "auto" and config.diagram is None:
@@ -495,8 +501,7 @@ def partitioned_config(config, algorithm):
         raise ConfigError(f"predictor {predictor!r} runs on one worker only (its re-check "
                           "is one process's): use predictor strong or none with several "
                           "workers")
-    return replace(config, device=device, workers=None, devices=None,
-                   components="propagation", predictor=predictor)
+    return replace(config, device=device, workers=None, devices=None, predictor=predictor)
 
 
 def end_alone(error: BaseException) -> None:

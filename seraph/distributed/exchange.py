@@ -202,6 +202,23 @@ class Exchange:
         padded[:n] = flags
         return xp.flatnonzero(padded.reshape(-1, size).any(axis=1)).astype(xp.int64) << shift
 
+    def unite(self, parent) -> None:
+        """Union-find's forests (``parent``: this worker's, of its own part's edges),
+        united on every worker: each worker's in turn is sent to all, in the room of the
+        values' copy, and linked into theirs (:meth:`Backend.link_parents`). Each worker's
+        roots are its components' smallest ids, so all end with the same forest."""
+        start = time.perf_counter()
+        be, comm = self.be, self.comm
+        theirs = self.snapshot.view(parent.dtype)[:len(parent)]
+        with be.vector_steps():
+            for root in range(comm.size):
+                if root == comm.rank:
+                    self.xp.copyto(theirs, parent)
+                comm.broadcast(theirs, root)
+                if root != comm.rank:
+                    be.link_parents(parent, theirs)
+        self.time += time.perf_counter() - start
+
     def sum(self, array) -> None:
         """A summing program's sums: each worker's, over its own pages, added up over all
         of them (a vertex whose in-edges span two parts gets both partial sums)."""

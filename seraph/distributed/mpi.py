@@ -127,6 +127,11 @@ class HostComm:
         self.comm.Allreduce(MPI.IN_PLACE, array, op={"min": MPI.MIN, "sum": MPI.SUM}[op])
         self.bytes += array.nbytes
 
+    def broadcast(self, array, root: int) -> None:
+        """``array`` becomes worker ``root``'s, on every worker, in place."""
+        self.comm.Bcast(array, root=root)
+        self.bytes += array.nbytes if root != self.rank else 0
+
 
 class DeviceComm(HostComm):
     """The collectives between GPU workers: values over NCCL, device to device, on the
@@ -163,6 +168,11 @@ class DeviceComm(HostComm):
         if all(c == most for c in counts):
             return gathered
         return cp.concatenate([gathered[r * most:r * most + c] for r, c in enumerate(counts)])
+
+    def broadcast(self, array, root: int) -> None:
+        self.communicator.bcast(array.data.ptr, array.size, self._types[array.dtype], root,
+                                self._stream())
+        self.bytes += array.nbytes if root != self.rank else 0
 
     def allreduce(self, array, op: str) -> None:
         nccl = self.nccl

@@ -44,7 +44,7 @@ from seraph.backends.cpu.pull import (
     sweep_pages,
 )
 from seraph.backends.cpu.push import ids_between
-from seraph.backends.cpu.union_find import trusted_components
+from seraph.backends.cpu.union_find import link_parents, trusted_components
 from seraph.backends.output import SPARSE_SHARE, output_values
 from seraph.interrupts import STOP
 from seraph.kernels import kernel, serial
@@ -292,12 +292,16 @@ class CpuBackend(HostPush):
             # some in-edges, so a debt from an earlier skip stays.
             self.states[changed] = self.initial_state | (self.states[changed] & OWES)
 
-    def union_find(self) -> None:
+    def union_find(self, merge=None) -> None:
         """Union-find over the graph's CSC, which the host holds whole: each edge is read
         once or twice (Afforest's sampling, then the rest outside the giant component)."""
         indptr, indices, _ = self.graph.csc()
         self._touched = None
-        self.values[:] = trusted_components(indptr, indices, self.graph.num_vertices)
+        self.values[:] = trusted_components(indptr, indices, self.graph.num_vertices,
+                                            merge=merge)
+
+    def link_parents(self, parent, other) -> None:
+        link_parents(parent, other)
 
     def label_unreached(self) -> np.ndarray:
         """The labels of :func:`~seraph.backends.cpu.pull.label_from_reach`, in place."""

@@ -74,16 +74,22 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
 
 
 def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,
-                       sample_rounds: int = SAMPLE_ROUNDS) -> np.ndarray:
+                       sample_rounds: int = SAMPLE_ROUNDS, merge=None) -> np.ndarray:
     """:func:`components` of a CSC known to be well formed: its check reads every edge,
-    a sizeable share of the run."""
+    a sizeable share of the run. ``merge``, where given, is called with the compressed
+    forest after the sampling and after the finish (a partitioned run's workers unite
+    their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`)."""
     parent = new_forest(num_vertices)
     for r in range(sample_rounds):
         link_edges(parent, indptr, indices, first_neighbour=r, neighbour_count=1)
         compress(parent, len(indices))
+    if merge is not None:
+        merge(parent)
     giant = most_frequent_root(parent)
     link_edges(parent, indptr, indices, first_neighbour=sample_rounds, skip_root=giant)
     compress(parent, len(indices))
+    if merge is not None:
+        merge(parent)
     return parent
 
 
@@ -133,6 +139,17 @@ def compress(parent: np.ndarray, num_edges: int | None = None) -> None:
         _compress_vertices(parent, 0, len(parent), STOP)
     else:
         _compress_pieces(parent, pieces, STOP)
+
+
+def link_parents(parent: np.ndarray, other: np.ndarray) -> None:
+    """Unites, in ``parent``, each vertex with its parent in ``other`` (another forest of
+    the same vertices), then compresses: ``parent`` becomes the forest of both."""
+    pieces = _pieces(len(parent), None)
+    if pieces == 1:
+        _link_parents_range(parent, other, 0, len(parent), STOP)
+    else:
+        _link_parents_pieces(parent, other, pieces, STOP)
+    compress(parent)
 
 
 def most_frequent_root(parent: np.ndarray, samples: int = GIANT_SAMPLES,
@@ -262,6 +279,22 @@ def _compress_pieces(parent, pieces, halt):
     n = len(parent)
     for p in prange(pieces):
         _compress_vertices(parent, n * p // pieces, n * (p + 1) // pieces, halt)
+
+
+@njit(cache=True, nogil=True)
+def _link_parents_range(parent, other, lo, hi, halt):
+    for v in range(lo, hi):
+        if ((v - lo) & (_PIECE_ITEMS - 1)) == 0 and atomic_load(halt, 0):
+            return
+        if other[v] != v:
+            _link(parent, v, other[v])
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _link_parents_pieces(parent, other, pieces, halt):
+    n = len(parent)
+    for p in prange(pieces):
+        _link_parents_range(parent, other, n * p // pieces, n * (p + 1) // pieces, halt)
 
 
 @njit(cache=True)

@@ -875,7 +875,7 @@ class CudaBackend(HostPush):
             ids.set(part, stream=self.compute_stream)
             yield ids, part
 
-    def union_find(self) -> None:
+    def union_find(self, merge=None) -> None:
         """Union-find on the device (kernels/union_find.cu), CC's values being the parents:
         link each vertex with its first neighbours (those of one read), find the largest
         component from a sample, link the other vertices' rows. The edges are read where they
@@ -889,6 +889,8 @@ class CudaBackend(HostPush):
         with self.compute_stream:
             _kernel("link_sampled")(blocks, **rows)
             _kernel("compress")(blocks, parent=parent, n=n)
+            if merge is not None:
+                merge(parent)
             # After a compression each vertex holds its root. The sample and its roots sit
             # in the push lists' room, which the budget counts.
             picks = self._ends[:min(GIANT_SAMPLES, self._capacity)]
@@ -898,7 +900,15 @@ class CudaBackend(HostPush):
             giant = most_common(roots.get(stream=self.compute_stream))
             _kernel("link_rest")(blocks, **rows, skip_root=giant)
             _kernel("compress")(blocks, parent=parent, n=n)
+            if merge is not None:
+                merge(parent)
         self._finish(self.compute_stream)
+
+    def link_parents(self, parent, other) -> None:
+        n, blocks = len(parent), self._blocks(len(parent))
+        with self.compute_stream:
+            _kernel("link_parents")(blocks, parent=parent, other=other, n=n)
+            _kernel("compress")(blocks, parent=parent, n=n)
 
     def label_unreached(self) -> np.ndarray | None:
         """On the device (kernels/reach.cu): only the list of vertices whose labels must

@@ -156,6 +156,7 @@ KERNELS = {
         "const long long* indptr", "const int* indices", "int* parent", "long long n",
         "int skip_root")),
     "compress": Kernel("union_find.cu", ("int* parent", "long long n")),
+    "link_parents": Kernel("union_find.cu", ("int* parent", "const int* other", "long long n")),
     # A summing program's pass over a window (gather.cu): the window as pull_window's, then
     # the edges, what they sum (of the operand's type: PageRank's shares may be float) and
     # where.

@@ -89,6 +89,16 @@ __global__ void link_rest(LINK_REST_PARAMS) {
     }
 }
 
+// Each vertex united with its parent in `other`, another forest of the same vertices (a
+// partitioned run's workers uniting the forests of their parts).
+__global__ void link_parents(LINK_PARENTS_PARAMS) {
+    for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
+         v += (long long)gridDim.x * blockDim.x) {
+        const int up = other[v];
+        if (up != (int)v) link_pair(parent, (int)v, up);
+    }
+}
+
 // Every vertex pointed straight at its root (while nothing links).
 __global__ void compress(COMPRESS_PARAMS) {
     for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
