@@ -504,27 +504,28 @@ def report(results: dict, info: dict, command: str, args) -> str:
                   f"{g.get('num_pages', 0)} pages of {g.get('page_edges', 0):,} edges"
                   + (f"; generated in {g['preprocess_seconds']:.1f} s"
                      if g.get("preprocess_seconds") else "")]
-    lines += ["", f"Each of the {unit}: the vertex state (and, with several, the exchange's "
-              f"room) plus {args.budget_fraction:g} of the algorithm's page bytes split "
-              f"over them. Seconds of `stats.call_time` over {args.sources} random sources "
-              f"(CC and PageRank, which take none: {args.unsourced_runs} run(s)); "
-              "*speedup*: the median on one over this median; *pages copied*: each one's "
-              "median bytes of pages copied to its device; *edges in place*: each one's "
-              "median of the edges its pushes and bottom-up pulls read in place (at most: "
-              "a pull stops a row early); *peaks of budget*: each one's "
-              "largest peak, beside its budget; *exchange*: the median share of the "
-              "engine's time in the exchange.", ""]
-    rows, single = [], {}
-    for done in results["jobs"]:
-        for cell in done["cells"]:
-            s = cell.get("random")
-            if done["workers"] == 1 and s:
-                single[cell["algorithm"]] = s["median"]
-            rows.append(query_row(cell, s, single.get(cell["algorithm"])))
-    lines.append(benchlib.markdown_table(
-        ["alg", unit, "budget each", "sources", "first call", "median", "max", "speedup",
-         "pages copied", "edges in place", "peaks of budget", "exchange", "checked"], rows,
-        [False, True, True, False] + [True] * 8 + [False]))
+    if results["jobs"]:  # a --throughput-only run has none
+        lines += ["", f"Each of the {unit}: the vertex state (and, with several, the exchange's "
+                  f"room) plus {args.budget_fraction:g} of the algorithm's page bytes split "
+                  f"over them. Seconds of `stats.call_time` over {args.sources} random sources "
+                  f"(CC and PageRank, which take none: {args.unsourced_runs} run(s)); "
+                  "*speedup*: the median on one over this median; *pages copied*: each one's "
+                  "median bytes of pages copied to its device; *edges in place*: each one's "
+                  "median of the edges its pushes and bottom-up pulls read in place (at most: "
+                  "a pull stops a row early); *peaks of budget*: each one's "
+                  "largest peak, beside its budget; *exchange*: the median share of the "
+                  "engine's time in the exchange.", ""]
+        rows, single = [], {}
+        for done in results["jobs"]:
+            for cell in done["cells"]:
+                s = cell.get("random")
+                if done["workers"] == 1 and s:
+                    single[cell["algorithm"]] = s["median"]
+                rows.append(query_row(cell, s, single.get(cell["algorithm"])))
+        lines.append(benchlib.markdown_table(
+            ["alg", unit, "budget each", "sources", "first call", "median", "max", "speedup",
+             "pages copied", "edges in place", "peaks of budget", "exchange", "checked"], rows,
+            [False, True, True, False] + [True] * 8 + [False]))
     if results["throughput"]:
         lines += ["", f"`seraph run ALG --random-sources K --validate` on one and over all "
                   f"{unit}, source-parallel: sources a second of the busiest one's summed "
