@@ -213,13 +213,13 @@ class Waiting:
         """The smallest value waiting (a bound on every later update's value)."""
         return float(self.values[self._nearest()[1]].min())
 
-    def drain(self) -> np.ndarray:
-        """Every vertex waiting (stale entries too), in host memory; none waiting after."""
+    def drain(self):
+        """Every vertex waiting (stale entries too), in the backend's memory; none waiting
+        after."""
         every = [part for entries in self.buckets.values() for part in entries]
         self.buckets, self.held, self.edges, self.count = {}, {}, 0, 0
         self.clean.clear()
-        return on_host(self.xp.concatenate(every)).astype(np.int64) if every else \
-            np.empty(0, np.int64)
+        return self.xp.concatenate(every) if every else self.xp.empty(0, self.xp.int64)
 
 
 class PartRun(Run):
@@ -296,7 +296,8 @@ class PartRun(Run):
                 if filed and waiting.empty:
                     return True
                 if not filed or not self._pushes(waiting):
-                    self._mark(waiting.drain())  # the dense rounds take what still waits
+                    # The dense rounds take what still waits: its blocks cross, not its ids.
+                    self._mark(on_host(self.x.blocks(waiting.drain())))
                     sparse = False
                     self.stats.switches_to_dense += 1
                 continue

@@ -165,7 +165,7 @@ class Exchange:
                 values[theirs] = xp.minimum(mine, offer)
             changed = xp.unique(gathered)
             self.snapshot[changed] = values[changed]
-            marks = self._blocks(xp.concatenate(lowered)) if lowered else xp.empty(0, xp.int64)
+            marks = self.blocks(xp.concatenate(lowered)) if lowered else xp.empty(0, xp.int64)
             return Changes(len(changed), ids=changed.astype(xp.int64)), on_host(marks)
 
     def _dense(self, own, listed: bool) -> tuple[Changes, np.ndarray]:
@@ -189,7 +189,7 @@ class Exchange:
             count = int(changed.sum())
         return Changes(count, mask=changed, steps=be.vector_steps), marks
 
-    def _blocks(self, ids):
+    def blocks(self, ids):
         """A vertex of each source block holding one of ``ids`` (what the backend marks)."""
         shift = self.be.layout.block_shift
         return self.xp.unique(ids.astype(self.xp.int64) >> shift) << shift
