@@ -601,6 +601,25 @@ def test_waiting_takes_the_nearest_bucket_unique_and_fresh(device, data, delta):
     assert set(waiting.drain().tolist()) >= live
 
 
+def test_waiting_drops_a_stale_entry_whose_vertex_was_taken_from_a_nearer_bucket(device):
+    """A vertex filed far, lowered and filed near, and taken from there: its far entry is
+    stale, also when a later step takes the far bucket with the buckets before it."""
+    xp = np
+    if device == "cuda":
+        import cupy as xp
+    values = xp.asarray([0.0, 1.0, 2.0])
+    waiting = Waiting(xp, 1.0, values, xp.asarray([1, 1, 1]))
+    waiting.add(xp.arange(3))  # buckets 0: [0], 1: [1], 2: [2]
+    values[2] = 0.0
+    waiting.add(xp.asarray([2]))  # bucket 0: [0], [2]
+    got, edges = waiting.take()
+    assert got.tolist() == [0, 2] and edges == 2
+    waiting.add(xp.asarray([0]))  # bucket 0 again
+    got, edges = waiting.take(10)  # buckets 0, 1 and 2 (whose entry of 2 is stale)
+    assert got.tolist() == [0, 1] and edges == 2
+    assert waiting.empty
+
+
 # -- the parts, without MPI -----------------------------------------------------------------
 class _Pages:
     def __init__(self, pages: int, page_edges: int, edges: int):

@@ -162,12 +162,18 @@ class Waiting:
         xp = self.xp
         if len(keys) == 1 and keys[0] in self.clean:
             return self._drop(keys[0])[0]
-        entries = [entry for key in keys for entry in self._drop(key)]
-        vertices = xp.unique(entries[0] if len(entries) == 1 else xp.concatenate(entries))
-        if self.delta is not None:
-            # An entry is stale where its vertex's value moved to a nearer bucket.
-            vertices = vertices[self._keys(vertices) >= keys[0]]
-        return vertices
+        entries, fresh = [], []
+        for key in keys:
+            for entry in self._drop(key):
+                entries.append(entry)
+                if self.delta is not None:
+                    # Stale where its vertex's value moved to a nearer bucket (whose entry
+                    # may have been taken already).
+                    fresh.append(self._keys(entry) >= key)
+        both = entries[0] if len(entries) == 1 else xp.concatenate(entries)
+        if fresh:
+            both = both[fresh[0] if len(fresh) == 1 else xp.concatenate(fresh)]
+        return xp.unique(both)
 
     def _nearest(self) -> tuple[int, object]:
         """The nearest bucket's key and its vertices (ascending, unique, none stale), kept
