@@ -102,7 +102,7 @@ def hub_plan(graph, layout, config: EngineConfig) -> Plan | None:
 
 
 def union_find(run: Run) -> None:
-    """The whole run: the backend's union-find (``Backend.components``)."""
+    """The whole run: the backend's union-find (``Backend.union_find``)."""
     start = time.perf_counter()
     progress.working("union-find", run.stats)
     run.be.union_find(merge=run.forests_linked)

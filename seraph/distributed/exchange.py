@@ -204,18 +204,18 @@ class Exchange:
 
     def unite(self, parent) -> None:
         """Union-find's forests (``parent``: this worker's, of its own part's edges),
-        united on every worker: each worker's in turn is sent to all, in the room of the
-        values' copy, and linked into theirs (:meth:`Backend.link_parents`). Each worker's
-        roots are its components' smallest ids, so all end with the same forest."""
+        united on every worker: each worker's in turn is sent to all, received in the room
+        of the values' copy, and linked into theirs (:meth:`Backend.link_parents`). Each
+        worker's roots are its components' smallest ids, so all end with the same forest."""
         start = time.perf_counter()
         be, comm = self.be, self.comm
         theirs = self.snapshot.view(parent.dtype)[:len(parent)]
         with be.vector_steps():
             for root in range(comm.size):
                 if root == comm.rank:
-                    self.xp.copyto(theirs, parent)
-                comm.broadcast(theirs, root)
-                if root != comm.rank:
+                    comm.broadcast(parent, root)
+                else:
+                    comm.broadcast(theirs, root)
                     be.link_parents(parent, theirs)
         self.time += time.perf_counter() - start
 
