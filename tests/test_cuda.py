@@ -220,6 +220,26 @@ def test_graph_stays_on_the_device_between_runs():
     assert seraph.bfs(graph, 0, device="cuda").stats.bytes_h2d == 0
 
 
+def test_a_push_loop_stopped_with_no_signal_raises_not_answers(monkeypatch):
+    """The push loop ends its phase early once the host's stop word is set, which only a
+    signal should do: with the word set and no signal, the call fails rather than give the
+    phase's partial levels as the answer."""
+    from seraph.backends.cuda.backend import CudaBackend
+
+    n = 500
+    path = seraph.Graph.from_edges(np.arange(n - 1), np.arange(1, n), num_vertices=n,
+                                   symmetrize=True, page_edges=256)
+    push = CudaBackend.push
+
+    def push_with_the_word_set(self, *args):
+        self._live[0] = 1
+        return push(self, *args)
+
+    monkeypatch.setattr(CudaBackend, "push", push_with_the_word_set)
+    with pytest.raises(RuntimeError, match="stop word"):
+        seraph.bfs(path, 0, device="cuda", push_alpha=20.0)
+
+
 @pytest.mark.parametrize("light_lanes", [1, 4, 8, 32])
 @pytest.mark.parametrize("page_edges", [512, 1 << 16])
 @pytest.mark.parametrize("hub_edges", [hubs.HUB_EDGES, 100])

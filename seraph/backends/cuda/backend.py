@@ -990,6 +990,10 @@ class CudaBackend(HostPush):
                 live=self._live_device)
             self.changed.fill(0)
         host = self._read_back(io, self._loop_host, pushing=True)
+        if host[9] or host[10]:  # the host's stop word ended the phase: no answer follows
+            interrupts.check()
+            raise RuntimeError("the push loop stopped on the host's stop word, yet no "
+                               "signal came")
         rounds, edges, near, nq, overflow = (int(x) for x in host[4:9])
         lowered = int(host[2])
         mins = host[12:14].view(alg.dtype)
