@@ -138,6 +138,12 @@ class Backend(ABC):
         """The push threshold when the run names none: rounds push while the changed
         vertices' out-edges are fewer than m / alpha (0: never push)."""
 
+    @property
+    def push_capacity(self) -> int:
+        """The most vertices a push phase's frontier may hold: any number on the host; a
+        device's push lists hold fewer."""
+        return self.graph.num_vertices
+
     @abstractmethod
     def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
         """The most in-edges a bottom-up round takes, given the push limit (in out-edges)

@@ -45,7 +45,6 @@ import numpy as np
 from seraph import interrupts, progress
 from seraph.backends.caches import graph_cached, out_degrees
 from seraph.backends.cpu.push import default_delta
-from seraph.backends.layout import frontier_capacity
 from seraph.distributed import mpi
 from seraph.distributed.exchange import Exchange, Step, device_bytes, on_host, out_edges
 from seraph.distributed.guard import GUARDED
@@ -243,8 +242,8 @@ class PartRun(Run):
         self.x = Exchange(comm, backend, graph.vertices)
         whole = graph.whole
         self.degrees = whole_out_degrees(graph, backend)
-        # A push step's frontier and the vertices waiting fit a device's push lists.
-        self.capacity = frontier_capacity(graph.num_vertices)
+        # A push step's frontier and the vertices waiting fit the backend's push lists.
+        self.capacity = backend.push_capacity
         # One push limit and one delta for all, from the whole graph's edges.
         alpha = backend.default_push_alpha() if config.push_alpha is None else \
             config.push_alpha

@@ -366,6 +366,10 @@ class CudaBackend(HostPush):
             return LEVEL_PUSH_ALPHA
         return PUSH_ALPHA
 
+    @property
+    def push_capacity(self) -> int:
+        return self._capacity
+
     def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
         """A share of all edges (:data:`BOTTOM_UP_SHARE`): the round reads the unsettled
         vertices' in-edges from the host's pinned CSC in place, in aligned 128-byte tiles at
