@@ -562,7 +562,8 @@ def test_waiting_takes_the_nearest_bucket_unique_and_fresh(device, data, delta):
     not yet taken: each take is its nearest bucket's, and the next ones' until it holds
     the edges asked for (within a cap), ascending, each vertex once,
     none whose value has since moved to a nearer bucket, none without out-edges; the
-    counts of vertices and edges bound those of the live ones; in numpy's arrays, or
+    counts of vertices and edges bound those of the live ones, and equal them once
+    compacted; in numpy's arrays, or
     cupy's on a GPU (the partitioned engine's on a device)."""
     xp = np
     if device == "cuda":
@@ -577,7 +578,12 @@ def test_waiting_takes_the_nearest_bucket_unique_and_fresh(device, data, delta):
         return 0 if delta is None else int(np.floor(values[v] / delta))
 
     for _ in range(data.draw(st.integers(1, 12))):
-        if data.draw(st.booleans()):
+        action = data.draw(st.sampled_from(["add", "take", "compact"]))
+        if action == "compact":
+            waiting.compact()
+            assert waiting.count == len(live)
+            assert waiting.edges == degrees[list(live)].sum()
+        elif action == "add":
             lowered = sorted(data.draw(st.sets(st.integers(0, n - 1))))
             for v in lowered:
                 values[v] = data.draw(st.floats(0, values[v]))

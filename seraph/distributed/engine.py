@@ -214,6 +214,20 @@ class Waiting:
             return (taken[0] if taken else self.xp.empty(0, self.xp.int64)), held
         return self.xp.sort(self.xp.concatenate(taken)), held
 
+    def compact(self) -> None:
+        """Drops every stale entry, so that :attr:`count` and :attr:`edges` count each
+        waiting vertex once: a vertex lowered in several steps has an entry from each."""
+        entries, fresh = [], []
+        for key, parts in self.buckets.items():
+            entries += parts
+            if self.delta is not None:
+                fresh += [self._keys(entry) >= key for entry in parts]
+        self.buckets, self.held, self.edges, self.count = {}, {}, 0, 0
+        self.clean.clear()
+        if entries:
+            every = self.xp.concatenate(entries)
+            self.add(self.xp.unique(every[self.xp.concatenate(fresh)] if fresh else every))
+
     def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
         return float(self.values[self._nearest()[1]].min())
@@ -323,9 +337,16 @@ class PartRun(Run):
 
     def _pushes(self, waiting: Waiting) -> bool:
         """Whether what waits goes on in push steps: few enough out-edges (the push limit)
-        and vertices (a device's push lists)."""
-        return self.push_limit > 0 and waiting.edges < self.push_limit and \
-            waiting.count <= self.capacity
+        and vertices (the backend's push lists), counted once each where the counts with
+        stale entries say no."""
+        def fits() -> bool:
+            return waiting.edges < self.push_limit and waiting.count <= self.capacity
+        if not self.push_limit:
+            return False
+        if fits():
+            return True
+        waiting.compact()
+        return fits()
 
     def _dense_step(self) -> Step:
         """A bottom-up or dense round on this worker's active pages (nothing where none is
