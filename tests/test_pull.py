@@ -115,11 +115,19 @@ def test_spans_large_enough_for_threads_reach_the_bfs_levels(twin, all_threads):
 
 @settings(max_examples=200, deadline=None)
 @given(flags=st.lists(st.integers(0, 1), max_size=60), seed=st.integers(0, 2**32 - 1),
-       limit=st.floats(0, 400))
+       limit=st.floats(0, 400), chunk=st.sampled_from([3, 1 << 16]), parallel=st.booleans())
 def test_flagged_below_counts_the_flagged_vertices_while_their_out_edges_stay_below(
-        flags, seed, limit):
+        flags, seed, limit, chunk, parallel):
+    from unittest import mock
+
+    from seraph import kernels
+    from seraph.backends import activity
+
     flags = np.array(flags, dtype=np.uint8)
     outdeg = np.random.default_rng(seed).integers(0, 20, len(flags)).astype(np.int64)
     # An empty set is never turned down (as edges_below's empty frontier).
     below = not flags.any() or outdeg[flags == 1].sum() < limit
-    assert flagged_below(flags, outdeg, limit) == (int(flags.sum()) if below else -1)
+    # Small chunks, so that a chunk stops on the edges of those before it; either twin.
+    with mock.patch.object(activity, "_FLAG_CHUNK", chunk), \
+            mock.patch.object(kernels, "SERIAL_WORK", 0 if parallel else 1 << 16):
+        assert flagged_below(flags, outdeg, limit) == (int(flags.sum()) if below else -1)

@@ -128,19 +128,50 @@ def flagged_below(flags: np.ndarray, outdeg: np.ndarray, limit: float) -> int:
     """How many vertices ``flags`` flags, or -1 where their out-edges reach ``limit``: read
     in one pass that stops at the limit, so that a large set (a dense round's changes) is
     turned down without being listed, and an empty one needs no listing."""
-    return _flagged_below(flags, outdeg, limit)
+    chunks = max(1, -(-len(flags) // _FLAG_CHUNK))
+    counts, edges = _count_flagged.over(len(flags))(flags, outdeg, limit, chunks)
+    count = int(counts.sum())
+    return -1 if count and edges.sum() >= limit else count
 
 
-@njit(cache=True)
-def _flagged_below(flags, outdeg, limit):
-    count = edges = 0
-    for v in range(len(flags)):
-        if flags[v]:
-            count += 1
-            edges += outdeg[v]
-            if edges >= limit:
-                return -1
-    return count
+#: Vertices per chunk of :func:`flagged_below` (one prange iteration each), and between a
+#: chunk's looks at the other chunks' edges.
+_FLAG_CHUNK = 1 << 16
+_FLAG_LOOK = 4096
+
+
+@kernel(cache=True, parallel=True, nogil=True)
+def _count_flagged(flags, outdeg, limit, chunks):
+    """Per chunk of vertices: the flagged ones and their out-edges (:func:`_count_chunk`),
+    every chunk stopping once all chunks' edges so far reach ``limit``."""
+    n = len(flags)
+    counts = np.zeros(chunks, dtype=np.int64)
+    edges = np.zeros(chunks, dtype=np.int64)
+    for c in prange(chunks):
+        _count_chunk(flags, outdeg, limit, n * c // chunks, n * (c + 1) // chunks, c,
+                     counts, edges)
+    return counts, edges
+
+
+@njit(cache=True, nogil=True)
+def _count_chunk(flags, outdeg, limit, lo, hi, c, counts, edges):
+    """Chunk ``c`` (vertices ``[lo, hi)``) of :func:`_count_flagged`, without a branch on
+    a flag (a dense round's changes are scattered, and a branch on each mispredicts). Every
+    :data:`_FLAG_LOOK` vertices it publishes its edges and stops once all chunks' reach
+    ``limit`` (the others' are read while they grow: a lower bound)."""
+    count = edge_count = 0
+    for look in range(lo, hi, _FLAG_LOOK):
+        edges[c] = edge_count
+        total = 0
+        for e in edges:  # a loop compiles faster than .sum()
+            total += e
+        if total >= limit and total > 0:  # (a limit of 0 still counts the flags)
+            break
+        for v in range(look, min(look + _FLAG_LOOK, hi)):
+            flagged = np.int64(flags[v] != 0)
+            count += flagged
+            edge_count += flagged * outdeg[v]
+    counts[c], edges[c] = count, edge_count
 
 
 @njit(cache=True)
