@@ -217,16 +217,8 @@ class Waiting:
     def compact(self) -> None:
         """Drops every stale entry, so that :attr:`count` and :attr:`edges` count each
         waiting vertex once: a vertex lowered in several steps has an entry from each."""
-        entries, fresh = [], []
-        for key, parts in self.buckets.items():
-            entries += parts
-            if self.delta is not None:
-                fresh += [self._keys(entry) >= key for entry in parts]
-        self.buckets, self.held, self.edges, self.count = {}, {}, 0, 0
-        self.clean.clear()
-        if entries:
-            every = self.xp.concatenate(entries)
-            self.add(self.xp.unique(every[self.xp.concatenate(fresh)] if fresh else every))
+        if self.buckets:
+            self.add(self._fresh(sorted(self.buckets)))
 
     def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
