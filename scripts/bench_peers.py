@@ -74,8 +74,10 @@ MD_DEFAULT = benchlib.DOCS / "peers-gpu.md"
 #: Cells in this order: the unweighted files serve the first three, then are dropped.
 ORDER = ("bfs", "cc", "pagerank", "sssp", "sswp")
 WEIGHTED = ("sssp", "sswp")
-SYSTEMS = ("seraph", peers.EMOGI, peers.SUBWAY)
-NAMES = {"seraph": "Seraph", peers.EMOGI: "EMOGI", peers.SUBWAY: "Subway"}
+NAMES = {"seraph": "Seraph", "seraph-delta": "Seraph (delta)", peers.EMOGI: "EMOGI",
+         peers.SUBWAY: "Subway"}
+#: PageRank's methods, each Seraph's own system in a PageRank cell beside the same peer runs.
+METHODS = {"power": "seraph", "delta": "seraph-delta"}
 
 
 # --------------------------------------------------------------------------- the peers
@@ -268,8 +270,9 @@ def check_answer(graph, alg: str, values, s: int | None, record: Record, where: 
 
 
 def seraph_call(graph, alg: str, source, budget: int, args, record: Record, reference,
-                first: bool = False) -> float:
-    """One public call, checked; returns its call time (recorded unless ``first``)."""
+                first: bool = False, method: str = "power") -> float:
+    """One public call (PageRank by ``method``), checked; returns its call time (recorded
+    unless ``first``)."""
     import seraph
     from seraph.algorithms import get
 
@@ -277,9 +280,7 @@ def seraph_call(graph, alg: str, source, budget: int, args, record: Record, refe
     options = {"device": args.device, "device_memory": budget}
     if alg == "pagerank":
         options.update(damping=args.damping, tolerance=args.tolerance,
-                       max_iterations=args.max_iterations)
-        if args.pagerank_method:
-            options["method"] = args.pagerank_method
+                       max_iterations=args.max_iterations, method=method)
     result = seraph.run(graph, alg, entry.source_for(source), **options)
     stats = result.stats
     s = graph.vertex_index(source) if entry.needs_source else None
@@ -362,23 +363,27 @@ def run_cell(graph, name: str, alg: str, sources: list, args, built: dict, input
     from seraph.algorithms import get
 
     budget = bench_gpu.paged_budget(graph, alg, "pipelined", args.budget_fraction)
-    systems = ["seraph"] + [s for s in (peers.EMOGI, peers.SUBWAY)
-                            if alg in built["programs"].get(s, {})]
+    methods = {METHODS[m]: m for m in args.pagerank_method} if alg == "pagerank" else \
+        {"seraph": "power"}
+    systems = list(methods) + [s for s in (peers.EMOGI, peers.SUBWAY)
+                               if alg in built["programs"].get(s, {})]
     records = {s: Record() for s in systems}
     cell = {"graph": name, "algorithm": alg, "budget": budget,
             "subway_cap": None if args.no_subway_cap else subway_cap(graph,
                                                                       args.budget_fraction),
             "notes": [f"{NAMES[s]} has no {alg.upper()}" for s in (peers.EMOGI, peers.SUBWAY)
                       if s in built["programs"] and alg not in peers.ALGORITHMS[s]]}
-    cell["first_call"] = seraph_call(graph, alg, sources[0], budget, args, records["seraph"],
-                                     reference, first=True)
+    cell["first_calls"] = {s: seraph_call(graph, alg, sources[0], budget, args, records[s],
+                                          reference, first=True, method=m)
+                           for s, m in methods.items()}
     done = 0
     for i, source in enumerate(sources):
         if done and clock.exhausted(args.reserve):
             break
         for system in systems[i % len(systems):] + systems[:i % len(systems)]:
-            if system == "seraph":
-                seraph_call(graph, alg, source, budget, args, records[system], reference)
+            if system in methods:
+                seraph_call(graph, alg, source, budget, args, records[system], reference,
+                            method=methods[system])
             else:
                 peer_call(system, graph, alg, source, args, built["programs"], inputs,
                           records[system], reference, clock, work)
@@ -388,7 +393,7 @@ def run_cell(graph, name: str, alg: str, sources: list, args, built: dict, input
     cell["runs"], cell["sources_requested"] = done, len(sources)
     cell["systems"] = {s: r.summary() for s, r in records.items()}
     cell["programs"] = {s: Path(built["programs"][s][alg]).name for s in systems
-                        if s != "seraph"}
+                        if s not in methods}
     bench_gpu.log(f"{name} {alg}: " + ", ".join(
         f"{NAMES.get(s, s)} median {r.summary()['median']}, errors {r.errors[:1]}, "
         f"problems {r.problems[:1] + r.failed[:1]}" for s, r in records.items()))
@@ -477,17 +482,20 @@ def answers(cell: dict) -> str:
     return "; ".join(parts)
 
 
-def cell_row(cell: dict) -> list:
-    systems = cell["systems"]
-    seraph = systems["seraph"]
-    row = [cell["graph"], cell["algorithm"].upper(),
-           f"{cell['runs']}" + (f" of {cell['sources_requested']}"
-                                if cell["runs"] < cell["sources_requested"] else ""),
-           benchlib.seconds(cell["first_call"]), times(seraph)]
-    for system in (peers.EMOGI, peers.SUBWAY):
-        s = systems.get(system)
-        row += [times(s), benchlib.ratio(s["median"], seraph["median"]) if s else "—"]
-    return row + [answers(cell)]
+def cell_rows(cell: dict) -> list[list]:
+    """A row for each of Seraph's systems in the cell, beside the same peer runs."""
+    systems, rows = cell["systems"], []
+    for key, first in cell["first_calls"].items():
+        seraph = systems[key]
+        row = [cell["graph"], cell["algorithm"].upper() + NAMES[key][len("Seraph"):],
+               f"{cell['runs']}" + (f" of {cell['sources_requested']}"
+                                    if cell["runs"] < cell["sources_requested"] else ""),
+               benchlib.seconds(first), times(seraph)]
+        for system in (peers.EMOGI, peers.SUBWAY):
+            s = systems.get(system)
+            row += [times(s), benchlib.ratio(s["median"], seraph["median"]) if s else "—"]
+        rows.append(row + [answers(cell)])
+    return rows
 
 
 def report(results: dict, info: dict, command: str, args, built: dict) -> str:
@@ -496,7 +504,7 @@ def report(results: dict, info: dict, command: str, args, built: dict) -> str:
                ", ".join(f"{k} {benchlib.size(v)}" for k, v in
                          g.get("peer_input_bytes", {}).items()) or "—"]
               for g in results["graphs"]]
-    rows = [cell_row(c) for c in results["cells"]]
+    rows = [row for c in results["cells"] for row in cell_rows(c)]
     peer_lines = []
     for system in (peers.EMOGI, peers.SUBWAY):
         if system in built["programs"]:
@@ -521,7 +529,7 @@ def report(results: dict, info: dict, command: str, args, built: dict) -> str:
         f"- Budget: vertex state + {args.budget_fraction:g} of the algorithm's page bytes; "
         f"PageRank: damping {args.damping:g}, tolerance {args.tolerance:g}, at most "
         f"{args.max_iterations} iterations"
-        + (f", Seraph's method {args.pagerank_method}" if args.pagerank_method else "")
+        + f", Seraph's methods: {', '.join(args.pagerank_method)}"
         + " (Subway's `pr`: 0.85 and its own 0.01 threshold)",
         "", "## Graphs", "",
         benchlib.markdown_table(["graph", "vertices", "stored edges", "built (s)",
@@ -577,9 +585,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tolerance", type=float, default=1e-6,
                    help="PageRank: Seraph's L1 change, EMOGI's residual threshold")
     p.add_argument("--max-iterations", type=int, default=100)
-    p.add_argument("--pagerank-method", default=None,
-                   help="passed to seraph.pagerank as method= (e.g. delta); default: none "
-                        "passed, the API's own")
+    p.add_argument("--pagerank-method", nargs="+", default=["power"], choices=list(METHODS),
+                   help="seraph.pagerank's method= (several: each a row of its own, beside "
+                        "the same peer runs)")
     p.add_argument("--peers-dir", default=str(REPO / ".peers"),
                    help="where EMOGI/ and Subway/ are cloned (never committed)")
     p.add_argument("--build-dir", default=str(REPO / "build" / "peers"))
@@ -652,7 +660,8 @@ def main(argv: list[str] | None = None) -> int:
     benchlib.write_outputs(payload, args.json_out,
                            report(results, info, command.strip(), args, built), md_out)
     failed = list(built["failed"]) + [p for c in results["cells"]
-                                      for p in c["systems"]["seraph"]["problems"]]
+                                      for s in c["first_calls"]
+                                      for p in c["systems"][s]["problems"]]
     for problem in failed:
         print(f"bench_peers: {problem}", file=sys.stderr)
     return 1 if failed else 0

@@ -86,19 +86,27 @@ def gather(run: Run, operand, into) -> None:
         _sum(run, np.zeros(len(order), dtype=np.int64), order, operand, into)
         return
     slots, be = run.slots, run.be
-    # At most half the slots are summed at once: the others hold copies in flight meanwhile.
     batch = max(1, run.layout.num_slots // 2)
     pending = deque(int(p) for p in order)
-    incoming: deque[tuple[int, int]] = deque()
+    incoming: deque[tuple[int, int, bool]] = deque()  # (slot, page, whether it is copied)
+    copies = 0
     while pending or incoming:
         while pending and not slots.busy.all():
             page = pending.popleft()
-            incoming.append((slots.place(page), page))
-        arrived = [incoming.popleft()]
-        slots.landed(*arrived[0])
-        while incoming and len(arrived) < batch and be.landed(incoming[0][0]):
-            arrived.append(incoming.popleft())
-            slots.landed(*arrived[-1])
+            copy = not slots.holding(page)
+            incoming.append((slots.place(page), page, copy))
+            copies += copy
+        # A window sums the pages that landed, at most half the slots (the others hold
+        # copies in flight meanwhile) and at most the copies queued: an iteration starts
+        # with every slot holding a page summed first and none copying, so windows of 1, 2,
+        # 4... pages free slots for copies while the rest are summed.
+        room = max(1, min(batch, copies))
+        arrived: list[tuple[int, int]] = []
+        while incoming and (not arrived or len(arrived) < room and be.landed(incoming[0][0])):
+            slot, page, copy = incoming.popleft()
+            slots.landed(slot, page)
+            copies -= copy
+            arrived.append((slot, page))
         window = np.array([s for s, _ in arrived], dtype=np.int64)
         _sum(run, window, np.array([p for _, p in arrived], dtype=np.int64), operand, into)
         slots.release(window)

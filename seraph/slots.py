@@ -34,6 +34,10 @@ class Slots:
                 self.g.page_edges
         return slot
 
+    def holding(self, page: int) -> bool:
+        """Whether a slot that is not busy holds ``page``: placing it copies nothing."""
+        return bool((self.slot_page[~self.busy] == page).any())
+
     def release(self, slots) -> None:
         self.busy[slots] = False
 

@@ -217,6 +217,20 @@ def test_cpu_path_with_the_peers_absent(tmp_path, capsys):
     assert payload["peers"]["programs"] == {}
 
 
+def test_each_pagerank_method_is_a_system_and_a_row_of_its_own(tmp_path, capsys):
+    out_json = tmp_path / "p.json"
+    assert bench_peers.main(["--device", "cpu", "--graphs", "grid", "--grid-side", "5",
+                             "--algorithms", "pagerank", "--pagerank-method", "power", "delta",
+                             "--sources", "2", "--peers-dir", str(tmp_path / "none"),
+                             "--json-out", str(out_json), "--md-out", ""]) == 0
+    report = capsys.readouterr().out
+    assert "| PAGERANK | 2 |" in report and "| PAGERANK (delta) | 2 |" in report
+    (cell,) = json.loads(out_json.read_text())["cells"]
+    assert list(cell["first_calls"]) == list(cell["systems"]) == ["seraph", "seraph-delta"]
+    for system in cell["systems"].values():
+        assert system["ok"] and system["n"] == 2 and max(system["l1_errors"]) < 1e-5
+
+
 #: Stand-ins that compute the answer from the files written for them, as the real peers
 #: would (BFS levels, CC labels by some member); Subway's BFS gets one vertex wrong.
 FAKE_PEER = """#!{python}

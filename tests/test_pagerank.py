@@ -28,6 +28,7 @@ from partitioner import generators
 from seraph.algorithms import get, pagerank
 from seraph.backends.base import Backend
 from seraph.backends.cpu import gather
+from seraph.backends.cpu.backend import CpuBackend
 from seraph.backends.layout import REDUCE_SCRATCH, Layout
 from seraph.cli import main
 from seraph.errors import ConfigError, InputError
@@ -188,6 +189,25 @@ def test_a_larger_paged_graph_reads_every_page_once_an_iteration(device):
     assert pages * res.iterations - (stats.num_slots - 1) * (res.iterations - 1) >= \
         stats.pages_transferred > (pages - stats.num_slots) * res.iterations
     assert stats.dense_rounds == res.iterations and stats.sparse_rounds == 0
+
+
+def test_an_iteration_sums_short_windows_until_copies_are_queued(monkeypatch):
+    """An iteration starts on the pages the last one left in the slots, none copying: its
+    windows hold 1, 1, 2, 4... pages, so slots free for copies soon, and never more than
+    half the slots. The copies land as they are queued, so the windows are the same in
+    every run."""
+    monkeypatch.setattr(CpuBackend, "load", lambda be, slot, page: be._copy(slot, page))
+    rng = np.random.default_rng(6)
+    n, m, slots = 3000, 60_000, 16
+    graph = build(n, rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist(), 512)
+    res = seraph.pagerank(graph, tolerance=1e-3, device="cpu", trace=True,
+                          device_memory=slots_budget(graph, slots, tolerance=1e-3))
+    windows = [len(e["pages"]) for e in res.trace.events if e["kind"] == "compute"]
+    assert res.iterations >= 3 and max(windows) <= slots // 2
+    ends = np.flatnonzero(np.cumsum(windows) % graph.num_pages == 0)  # an iteration's last
+    assert len(ends) == res.iterations
+    for end in ends[:-1]:
+        assert windows[end + 1:end + 5] == [1, 1, 2, 4]
 
 
 @pytest.mark.parametrize("slots", [None, 2])
