@@ -44,7 +44,7 @@ from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import EDGE_CHUNK, pages, row_of, wrong
 from seraph.api import as_graph, execute, make_config, public_call, source_index
 from seraph.backends.base import add_at_p
-from seraph.backends.caches import out_degrees
+from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import ConfigError, InputError
 from seraph.iterations import iterate
 from seraph.operators import OPERATORS, SHARE
@@ -83,10 +83,7 @@ class PageRankProgram:
         x.fill(0)
         if len(x):
             add_at_p(x, 1.0, self.personalization)
-        degrees = out_degrees(be.graph)
-        scale = np.zeros(len(degrees), dtype=np.float64)
-        np.divide(1.0, degrees, out=scale, where=degrees > 0)
-        be.set_vector(SCALE, scale)
+        be.set_walk_scale()
 
 
 @dataclass(frozen=True)
@@ -195,15 +192,13 @@ class Delta(PageRankProgram):
         with be.vector_steps():
             self.start(be)
             if self.personalization is None:
-                attempted = np.diff(run.g.csc()[0]) > 0
-                be.set_vector("values", np.where(attempted, 1 / (n * (1 - d)), 0.0))
+                be.fill_where_in_edges("values", 1 / (n * (1 - d)))
                 be.split_sums_from_values()
             else:
                 t.fill(0)
             be.walk_operands(d, 1.0, self.personalization)
-        dangling = out_degrees(run.g) == 0
-        jump_dangling = dangling.mean() if self.personalization is None else \
-            float(dangling[self.personalization])
+        jump_dangling = dangling_share(run.g) if self.personalization is None else \
+            float(out_degrees(run.g)[self.personalization] == 0)
         owed = d * (1 - jump_dangling)  # 1 - b(p), see rebalance
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
@@ -222,6 +217,11 @@ class Delta(PageRankProgram):
             total = float(t.sum(dtype=np.float64))  # at least 1: y >= p
             t /= t.dtype.type(total)
         stats.change = self.tolerance * (total - 1) / total if stats.converged else math.inf
+
+
+def dangling_share(graph) -> float:
+    """The share of the vertices without out-edges (once per graph)."""
+    return graph_cached(graph, "dangling share", lambda: float((out_degrees(graph) == 0).mean()))
 
 
 SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,

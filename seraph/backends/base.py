@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seraph.backends.caches import graph_lightest_in
+from seraph.backends.caches import graph_lightest_in, out_degrees
 from seraph.backends.layout import Layout
 from seraph.backends.output import output_values
 from seraph.lightest import NO_BOUND, LightestIn
@@ -220,6 +220,23 @@ class Backend(ABC):
     def set_vector(self, name: str, host: np.ndarray) -> None:
         """Copies a host array into the vertex vector ``name`` (no device temporary)."""
         self.xp.copyto(self.vector(name), host)
+
+    def set_walk_scale(self) -> None:
+        """The vector ``scale``: ``1 / outdeg(v)``, 0 where v has no out-edges, the share of
+        a random walk's value that each out-edge carries (:meth:`walk_step`). Written in
+        place from the graph's CSR here, for vectors in host memory; a device computes it
+        where its vectors are."""
+        scale, degrees = self.vector(SCALE), out_degrees(self.graph)
+        scale.fill(0)
+        np.divide(1.0, degrees, out=scale, where=degrees > 0)
+
+    def fill_where_in_edges(self, name: str, value: float) -> None:
+        """The vector ``name``: ``value`` at each vertex with in-edges, 0 elsewhere. Written
+        in place from the graph's CSC here, for vectors in host memory; a device writes it
+        where its vectors are."""
+        x, indptr = self.vector(name), self.graph.csc()[0]
+        x.fill(0)
+        x[indptr[1:] > indptr[:-1]] = value
 
     def vector_steps(self) -> contextlib.AbstractContextManager:
         """Around a program's own steps on the vectors: where they run (on a GPU, the

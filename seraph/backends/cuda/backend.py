@@ -135,6 +135,13 @@ _reset_states = cp.ElementwiseKernel(
     f"states[v] = initial | (states[v] & {int(OWES)})", "seraph_reset_states")
 #: values[i] = i, written in place.
 _iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
+_reciprocal_degrees = cp.ElementwiseKernel(
+    "raw I indptr", "T scale",
+    "const I d = indptr[i + 1] - indptr[i]; scale = d > 0 ? (T)1 / (T)d : (T)0",
+    "seraph_reciprocal_degrees")
+_fill_where_in_edges = cp.ElementwiseKernel(
+    "raw I indptr, T value", "T x", "x = indptr[i + 1] > indptr[i] ? value : (T)0",
+    "seraph_fill_where_in_edges")
 #: A vertex that owes an attempt (seraph.predictors.OWES) flags every page holding its
 #: in-edges and starts again from `initial`: a pass with no temporary a vertex (cupy's
 #: masks and prefix sums, as predictors.take_owing_pages takes them, hold 17 bytes a vertex,
@@ -694,6 +701,17 @@ class CudaBackend(HostPush):
         with self.compute_stream:
             return (float(self.values.sum(dtype=np.float64)),
                     float(_dangling_total(self.values, self.vector(SCALE))))
+
+    def set_walk_scale(self) -> None:
+        """From the CSR's indptr on the device: no host pass over the vertices, no upload."""
+        with self.compute_stream:
+            _reciprocal_degrees(self._out_indptr, self.vector(SCALE))
+
+    def fill_where_in_edges(self, name: str, value: float) -> None:
+        """From the CSC's indptr on the device: no host pass over the vertices, no upload."""
+        x = self.vector(name)
+        with self.compute_stream:
+            _fill_where_in_edges(self.indptr, x.dtype.type(value), x)
 
     def vector_steps(self) -> cp.cuda.Stream:
         return self.compute_stream
