@@ -137,6 +137,8 @@ def run(args) -> list[dict]:
                     bench_gpu.log(f"{name} {fraction} {schedule} {c['variant']}: "
                                   f"{c['rounds']} rounds, {c['edges_read']:,.0f} edges, "
                                   f"{c['median']:.3f} s; {c['checks']['line']}")
+        # What this graph keeps on the device would count in the next graph's peaks.
+        graph.release_device_memory()
     return compared(cells)
 
 

@@ -127,6 +127,8 @@ def run(args) -> list[dict]:
             for label, predictor in variants(args).items():
                 cells.append(cell(graph, name, alg, label, predictor, sources, args))
                 bench_gpu.log(f"{name} {alg} {label}: {cells[-1]['checks']['line']}")
+        # What this graph keeps on the device would count in the next graph's peaks.
+        graph.release_device_memory()
     return cells
 
 
