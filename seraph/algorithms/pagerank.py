@@ -183,7 +183,14 @@ class Delta(PageRankProgram):
         sums do not all have to grow from nothing (in rounds that each add ``damping``
         times less); a personalised run starts at ``y = p``, and from its vertex alone.
         The rounds run one at a time, each followed by a :meth:`rebalance`; one that scaled
-        the sums moved every operand, and every page is active again."""
+        the sums moved every operand, and every page is active again.
+
+        Thresholded writes can carry a wave: a vertex that crosses ``eps`` writes the small
+        changes its in-neighbours left unwritten, which pushes the next vertices over it in
+        turn, one row of a grid a round for as many rounds as the grid has rows. A round
+        in which most attempts failed and the writes did not fall from the last round's
+        bears its mark, and the next round writes every sum that moved at all: the
+        unwritten changes settle at once, and the threshold finds none to carry after."""
         be, stats, n, d = run.be, run.stats, run.g.num_vertices, self.damping
         t = be.vector("values")
         if not n:  # nothing to rank
@@ -202,8 +209,16 @@ class Delta(PageRankProgram):
         owed = d * (1 - jump_dangling)  # 1 - b(p), see rebalance
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
-        while not (done := run.execute(start, stats.dense_rounds + 1)) and \
-                stats.dense_rounds < self.max_iterations:
+        writes = None  # the last round's, while they fall
+        while True:
+            wrote, tried = stats.updates_succeeded, stats.updates_attempted
+            done = run.execute(start, stats.dense_rounds + 1)
+            be.write_every_change = False
+            if done or stats.dense_rounds >= self.max_iterations:
+                break
+            wrote, tried = stats.updates_succeeded - wrote, stats.updates_attempted - tried
+            be.write_every_change = writes is not None and writes <= wrote < tried / 2
+            writes = None if be.write_every_change else wrote
             start = np.empty(0, dtype=np.int64)  # the round's writes marked what they moved
             with be.vector_steps():
                 moved = self.rebalance(be, owed)

@@ -98,6 +98,9 @@ class Backend(ABC):
     #: delta-stepping bins or near-far; False: plain rounds of the frontier it is given, as
     #: a partitioned run's worker pushes (the workers order them together).
     push_in_bins: bool = True
+    #: Whether a recomputing program's next sweeps write every sum that moved at all,
+    #: rather than those that moved by more than its rule's ``eps`` of themselves.
+    write_every_change: bool = False
 
     def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
                  initial_state: int = 0):
@@ -220,6 +223,12 @@ class Backend(ABC):
     def set_vector(self, name: str, host: np.ndarray) -> None:
         """Copies a host array into the vertex vector ``name`` (no device temporary)."""
         self.xp.copyto(self.vector(name), host)
+
+    @property
+    def write_share(self) -> float:
+        """How far a recomputed sum must move, as a share of the sum it replaces, to be
+        written (:class:`~seraph.spec.Recompute`)."""
+        return 0.0 if self.write_every_change else self.algorithm.recompute.eps
 
     def set_walk_scale(self) -> None:
         """The vector ``scale``: ``1 / outdeg(v)``, 0 where v has no out-edges, the share of

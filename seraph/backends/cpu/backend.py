@@ -161,7 +161,7 @@ class CpuBackend(HostPush):
             counters = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
                 pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
                 g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
-                self.values, self.vectors[SCALE], self.page_sums, rule.factor, rule.eps,
+                self.values, self.vectors[SCALE], self.page_sums, rule.factor, self.write_share,
                 predictor, table, self.states, self.block_epoch, self.layout.block_shift,
                 epoch, _chunks(), STOP)
             return SweepResult(*(int(c) for c in counters[:EDGES_READ]), self.algorithm.inf,

@@ -663,7 +663,7 @@ class CudaBackend(HostPush):
                 self._blocks(items * self.light_lanes), **window, indices=self.slot_indices,
                 operand=self.vectors[OPERAND], values=self.values, scale=self.vectors[SCALE],
                 page_sums=self._page_sums, chunk_sums=self._chunk_sums, factor=rule.factor,
-                eps=rule.eps, predictor=predictor, table=self._d_table,
+                eps=self.write_share, predictor=predictor, table=self._d_table,
                 num_states=self._d_table.shape[1], states=self.states,
                 block_epoch=self.block_epoch, block_shift=self.layout.block_shift, epoch=epoch,
                 counters=self._counters, edges_read=self._edges_read,
