@@ -298,6 +298,11 @@ class Run:
         self.proven = -1
         self.epoch += 1
 
+    def settle_next_round(self) -> None:
+        """The next round attempts every vertex of the pages it sweeps, as the weak
+        predictor's re-check does, so that a vertex it put to sleep owes nothing after."""
+        self.rechecking = True
+
     def end_round(self, succeeded: int, changed_min) -> None:
         self.stats.rounds += 1
         rule = self.alg.strong_rule

@@ -189,8 +189,9 @@ class Delta(PageRankProgram):
         changes its in-neighbours left unwritten, which pushes the next vertices over it in
         turn, one row of a grid a round for as many rounds as the grid has rows. A round
         in which most attempts failed and the writes did not fall from the last round's
-        bears its mark, and the next round writes every sum that moved at all: the
-        unwritten changes settle at once, and the threshold finds none to carry after."""
+        bears its mark, and the next round sweeps every page and writes every sum that
+        moved at all, the weak predictor's sleeping vertices among them: the unwritten
+        changes settle at once, and the threshold finds none to carry after."""
         be, stats, n, d = run.be, run.stats, run.g.num_vertices, self.damping
         t = be.vector("values")
         if not n:  # nothing to rank
@@ -217,14 +218,17 @@ class Delta(PageRankProgram):
             if done or stats.dense_rounds >= self.max_iterations:
                 break
             wrote, tried = stats.updates_succeeded - wrote, stats.updates_attempted - tried
-            be.write_every_change = writes is not None and writes <= wrote < tried / 2
-            writes = None if be.write_every_change else wrote
+            settle = writes is not None and writes <= wrote < tried / 2
+            writes = None if settle else wrote
             start = np.empty(0, dtype=np.int64)  # the round's writes marked what they moved
             with be.vector_steps():
                 moved = self.rebalance(be, owed)
-            if moved:
+            if moved or settle:
                 run.values_changed_outside()
                 start = None
+            if settle:
+                be.write_every_change = True
+                run.settle_next_round()
         stats.converged = done
         with be.vector_steps():
             be.xp.multiply(t, t.dtype.type(d), out=t)
