@@ -187,11 +187,12 @@ class Delta(PageRankProgram):
 
         Thresholded writes can carry a wave: a vertex that crosses ``eps`` writes the small
         changes its in-neighbours left unwritten, which pushes the next vertices over it in
-        turn, one row of a grid a round for as many rounds as the grid has rows. A round
-        in which most attempts failed and the writes did not fall from the last round's
-        bears its mark, and the next round sweeps every page and writes every sum that
-        moved at all, the weak predictor's sleeping vertices among them: the unwritten
-        changes settle at once, and the threshold finds none to carry after."""
+        turn, one row of a grid a round for as many rounds as the grid has rows. Two rounds
+        in a row whose writes did not fall, the second with most attempts failing, bear
+        its mark (one alone may be a device's noise), and the next round sweeps every page
+        and writes every sum that moved at all, the weak predictor's sleeping vertices
+        among them: the unwritten changes settle at once, and the threshold finds none to
+        carry after."""
         be, stats, n, d = run.be, run.stats, run.g.num_vertices, self.damping
         t = be.vector("values")
         if not n:  # nothing to rank
@@ -210,7 +211,7 @@ class Delta(PageRankProgram):
         owed = d * (1 - jump_dangling)  # 1 - b(p), see rebalance
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
-        writes = None  # the last round's, while they fall
+        writes, flat = None, 0  # the last round's writes; the rounds since they last fell
         while True:
             wrote, tried = stats.updates_succeeded, stats.updates_attempted
             done = run.execute(start, stats.dense_rounds + 1)
@@ -218,8 +219,9 @@ class Delta(PageRankProgram):
             if done or stats.dense_rounds >= self.max_iterations:
                 break
             wrote, tried = stats.updates_succeeded - wrote, stats.updates_attempted - tried
-            settle = writes is not None and writes <= wrote < tried / 2
-            writes = None if settle else wrote
+            flat = flat + 1 if writes is not None and wrote >= writes else 0
+            settle = flat >= 2 and wrote < tried / 2
+            writes, flat = (None, 0) if settle else (wrote, flat)
             start = np.empty(0, dtype=np.int64)  # the round's writes marked what they moved
             with be.vector_steps():
                 moved = self.rebalance(be, owed)
