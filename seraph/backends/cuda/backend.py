@@ -135,10 +135,12 @@ _reset_states = cp.ElementwiseKernel(
     f"states[v] = initial | (states[v] & {int(OWES)})", "seraph_reset_states")
 #: values[i] = i, written in place.
 _iota = cp.ElementwiseKernel("", "T x", "x = (T)i", "seraph_iota")
+#: scale[v] = 1 / (indptr[v + 1] - indptr[v]), 0 where that is 0.
 _reciprocal_degrees = cp.ElementwiseKernel(
     "raw I indptr", "T scale",
     "const I d = indptr[i + 1] - indptr[i]; scale = d > 0 ? (T)1 / (T)d : (T)0",
     "seraph_reciprocal_degrees")
+#: x[v] = value where v's indptr row is not empty, else 0.
 _fill_where_in_edges = cp.ElementwiseKernel(
     "raw I indptr, T value", "T x", "x = indptr[i + 1] > indptr[i] ? value : (T)0",
     "seraph_fill_where_in_edges")
