@@ -232,6 +232,7 @@ class Record:
         self.rounds: list[int] = []
         self.errors: list[float] = []
         self.peaks: list[int] = []  # Seraph's device peaks
+        self.unconverged = 0  # Seraph's PageRank calls that ran out of iterations
         self.calls = self.checked = 0
         self.problems: list[str] = []
         self.failed: list[str] = []
@@ -246,6 +247,7 @@ class Record:
                 "l1_median": statistics.median(self.errors) if self.errors else None,
                 "l1_max": max(self.errors) if self.errors else None,
                 "peak_max": max(self.peaks) if self.peaks else None,
+                "unconverged": self.unconverged,
                 "calls": self.calls, "checked": self.checked, "problems": self.problems,
                 "failed": self.failed, "ok": not self.problems and not self.failed}
 
@@ -287,6 +289,7 @@ def seraph_call(graph, alg: str, source, budget: int, args, record: Record, refe
     where = f"Seraph {alg}" + (f" from {source}" if entry.needs_source else "")
     check_answer(graph, alg, result.values, s, record, where, reference, args)
     if alg == "pagerank":  # its own verifier too, with the run's parameters
+        record.unconverged += not result.converged
         verdict = entry.verify(graph, result.values, None, None, damping=args.damping,
                                tolerance=args.tolerance)
         if verdict:
@@ -476,6 +479,8 @@ def answers(cell: dict) -> str:
                 what += f", {len(s['problems'])} WRONG"
         if s["failed"]:
             what += f", {len(s['failed'])} FAILED"
+        if s.get("unconverged"):
+            what += f", {s['unconverged']} unconverged"
         if s["peak_max"] is not None:
             what += f", peak {benchlib.size(s['peak_max'])} / {benchlib.size(cell['budget'])}"
         parts.append(f"{NAMES[system]}: {what}")

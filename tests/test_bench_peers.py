@@ -229,6 +229,16 @@ def test_each_pagerank_method_is_a_system_and_a_row_of_its_own(tmp_path, capsys)
     assert list(cell["first_calls"]) == list(cell["systems"]) == ["seraph", "seraph-delta"]
     for system in cell["systems"].values():
         assert system["ok"] and system["n"] == 2 and max(system["l1_errors"]) < 1e-5
+        assert system["unconverged"] == 0
+
+
+def test_a_pagerank_run_out_of_iterations_is_reported(tmp_path, capsys):
+    assert bench_peers.main(["--device", "cpu", "--graphs", "grid", "--grid-side", "5",
+                             "--algorithms", "pagerank", "--max-iterations", "1",
+                             "--sources", "2", "--peers-dir", str(tmp_path / "none"),
+                             "--md-out", ""]) == 1  # the verifier finds the answer short
+    report = capsys.readouterr().out
+    assert ", 3 unconverged" in report  # the first call and the two timed ones
 
 
 #: Stand-ins that compute the answer from the files written for them, as the real peers
