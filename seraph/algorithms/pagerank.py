@@ -213,12 +213,13 @@ class Delta(PageRankProgram):
             np.array([self.personalization], dtype=np.int64)
         writes, flat = None, 0  # the last round's writes; the rounds since they last fell
         while True:
-            wrote, tried = stats.updates_succeeded, stats.updates_attempted
+            succeeded, attempted = stats.updates_succeeded, stats.updates_attempted
             done = run.execute(start, stats.dense_rounds + 1)
             be.write_every_change = False
             if done or stats.dense_rounds >= self.max_iterations:
                 break
-            wrote, tried = stats.updates_succeeded - wrote, stats.updates_attempted - tried
+            wrote = stats.updates_succeeded - succeeded
+            tried = stats.updates_attempted - attempted
             flat = flat + 1 if writes is not None and wrote >= writes else 0
             settle = flat >= 2 and wrote < tried / 2
             writes, flat = (None, 0) if settle else (wrote, flat)
