@@ -135,6 +135,23 @@ def test_bounded_degree_rounds_on_the_device(monkeypatch, blocks):
                 assert res.stats.edges_pushed > 0
 
 
+
+def test_a_path_keeps_its_frontier_through_every_round_on_the_device():
+    """A path of 2^19 vertices is as many push rounds of a vertex or two, with no grid
+    sync in a round but the one at its end (relax_local): a block that starts a round
+    early appends to a list whose count another block has not read yet, so a list's count
+    must never be reset under it. Every round, from both ends, reaches the far end."""
+    n = 1 << 19
+    src = np.arange(n - 1)
+    graph = seraph.Graph.from_edges(src, src + 1, np.ones(n - 1, np.float32), num_vertices=n,
+                                    symmetrize=True, page_edges=1 << 16)
+    for source in (0, n - 1):
+        want = np.abs(np.arange(n) - source)
+        res = seraph.bfs(graph, source, device="cuda")
+        np.testing.assert_array_equal(res.levels, want, err_msg=f"rounds {res.stats.rounds}")
+        np.testing.assert_array_equal(seraph.sssp(graph, source, device="cuda").distances,
+                                      want.astype(np.float32))
+
 @pytest.mark.parametrize("capacity", [None, 4])
 def test_hub_first_cc_labels_on_the_device(monkeypatch, capacity):
     """After paged CC's reach from the hub, the labels are made on the device (reach.cu):

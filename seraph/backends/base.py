@@ -101,6 +101,10 @@ class Backend(ABC):
     #: Whether a recomputing program's next sweeps write every sum that moved at all,
     #: rather than those that moved by more than its rule's ``eps`` of themselves.
     write_every_change: bool = False
+    #: The out-degrees a random walk divides by (:meth:`set_walk_scale`), in the backend's
+    #: memory, where they are not its graph's CSR's: a partitioned run's part holds only
+    #: some out-edges, and its worker gives the whole graph's here. None: the graph's own.
+    walk_degrees = None
 
     def __init__(self, graph, algorithm, layout: Layout, table: np.ndarray | None,
                  initial_state: int = 0):
@@ -235,7 +239,8 @@ class Backend(ABC):
         a random walk's value that each out-edge carries (:meth:`walk_step`). Written in
         place from the graph's CSR here, for vectors in host memory; a device computes it
         where its vectors are."""
-        scale, degrees = self.vector(SCALE), out_degrees(self.graph)
+        scale = self.vector(SCALE)
+        degrees = out_degrees(self.graph) if self.walk_degrees is None else self.walk_degrees
         scale.fill(0)
         np.divide(1.0, degrees, out=scale, where=degrees > 0)
 

@@ -247,7 +247,7 @@ class PartRun(Run):
         backend.push_in_bins = False
         self.x = Exchange(comm, backend, graph.vertices)
         whole = graph.whole
-        self.degrees = whole_out_degrees(graph, backend)
+        self.degrees = backend.walk_degrees = whole_out_degrees(graph, backend)
         # A push step's frontier and the vertices waiting fit the backend's push lists.
         self.capacity = backend.push_capacity
         # One push limit and one delta for all, from the whole graph's edges.

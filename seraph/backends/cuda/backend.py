@@ -140,6 +140,9 @@ _reciprocal_degrees = cp.ElementwiseKernel(
     "raw I indptr", "T scale",
     "const I d = indptr[i + 1] - indptr[i]; scale = d > 0 ? (T)1 / (T)d : (T)0",
     "seraph_reciprocal_degrees")
+#: scale[v] = 1 / degrees[v], 0 where that is 0.
+_reciprocal = cp.ElementwiseKernel(
+    "I d", "T scale", "scale = d > 0 ? (T)1 / (T)d : (T)0", "seraph_reciprocal")
 #: x[v] = value where v's indptr row is not empty, else 0.
 _fill_where_in_edges = cp.ElementwiseKernel(
     "raw I indptr, T value", "T x", "x = indptr[i + 1] > indptr[i] ? value : (T)0",
@@ -707,7 +710,10 @@ class CudaBackend(HostPush):
     def set_walk_scale(self) -> None:
         """From the CSR's indptr on the device: no host pass over the vertices, no upload."""
         with self.compute_stream:
-            _reciprocal_degrees(self._out_indptr, self.vector(SCALE))
+            if self.walk_degrees is None:
+                _reciprocal_degrees(self._out_indptr, self.vector(SCALE))
+            else:
+                _reciprocal(self.walk_degrees, self.vector(SCALE))
 
     def fill_where_in_edges(self, name: str, value: float) -> None:
         """From the CSC's indptr on the device: no host pass over the vertices, no upload."""

@@ -90,8 +90,10 @@ __device__ __forceinline__ T fresh(const T* p) {
 }
 
 // Appends v (where `want`) to `list`, one atomic per warp; every lane of the warp calls it.
-// Returns whether v found room (`end` counts the appends beyond `capacity` too).
-__device__ __forceinline__ bool append(bool want, int v, unsigned long long* end, int* list,
+// `end` counts every append to the list in the phase, beyond `capacity` too; `start` is
+// its count when the list was last emptied. Returns whether v found room.
+__device__ __forceinline__ bool append(bool want, int v, unsigned long long* end,
+                                       unsigned long long start, int* list,
                                        long long capacity) {
     const unsigned ballot = __ballot_sync(ALL_LANES, want);
     if (!ballot) return false;
@@ -99,7 +101,7 @@ __device__ __forceinline__ bool append(bool want, int v, unsigned long long* end
     unsigned long long base = 0;
     if (lane == 0) base = atomicAdd(end, (unsigned long long)__popc(ballot));
     base = __shfl_sync(ALL_LANES, base, 0);
-    const unsigned long long at = base + __popc(ballot & ((1u << lane) - 1));
+    const unsigned long long at = base - start + __popc(ballot & ((1u << lane) - 1));
     const bool room = want && at < (unsigned long long)capacity;
     if (room) list[at] = v;
     return room;
@@ -219,6 +221,7 @@ struct Phase {
     int* near;
     int* next;
     unsigned long long* next_end;
+    unsigned long long next_start;  // *next_end when the next list was emptied (append)
     unsigned long long* lowered;
     long long capacity;
     bool far_mode;  // a finite delta: near-far
@@ -265,7 +268,7 @@ __device__ __forceinline__ void relax_edge(const Phase<V>& p, const Edges<V>& g,
     }
     const unsigned ballot = __ballot_sync(ALL_LANES, lowered);
     if ((threadIdx.x & 31) == 0 && ballot) atomicAdd(p.lowered, __popc(ballot));
-    const bool listed = append(near, v, p.next_end, p.next, p.capacity);
+    const bool listed = append(near, v, p.next_end, p.next_start, p.next, p.capacity);
     if (p.far_mode && near) {
         // Listed: pushed next round with its value then, so no longer far; no room:
         // left far (and unclaimed, or no later lowering could list it).
@@ -380,7 +383,7 @@ __device__ __forceinline__ V next_width(V width, V delta, long long bucket_edges
 // near. Returns false when no vertex is far (the phase has converged).
 template <typename V>
 __device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned long long* near_end,
-                        long long capacity, const V* values, V inf, V width, V* lowest,
+                        unsigned long long near_start, long long capacity, const V* values, V inf, V width, V* lowest,
                         unsigned int* claimed, unsigned bit, V& split) {
     V mine = inf;
     for (long long v = grid.thread_rank(); v < n; v += grid.size())
@@ -397,7 +400,8 @@ __device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned l
         const bool want = v < n && (flag(claimed, (int)v) & FAR_BIT) &&
                           !less_value(split, values[v]);
         // One thread per vertex: a plain store.
-        if (append(want, (int)v, near_end, near, capacity)) flag(claimed, (int)v) = bit;
+        if (append(want, (int)v, near_end, near_start, near, capacity))
+            flag(claimed, (int)v) = bit;
     }
     grid.sync();
     if (grid.thread_rank() == 0) *lowest = inf;  // read by every thread before the sync
@@ -427,7 +431,8 @@ __device__ void waiting_minimum(cg::grid_group& grid, const int* near, long long
 }
 
 // Lists near_a and near_b (each `capacity` long); the initial frontier is in
-// near_a[0..count). counters: [0, 1] the near lists' ends, [2] the vertices lowered, [3]
+// near_a[0..count). counters: [0, 1] the appends to each near list (never reset: a block
+// may append to a list before another has read its last count), [2] the vertices lowered, [3]
 // the edges of local rounds (relax_local, where max_degree allows them); mins:
 // [0] an advance's smallest far value, [1] the smallest waiting value, [2] the smallest
 // value the phase wrote (what the host takes with [1] when the list overflowed: unlisted
@@ -443,6 +448,7 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     const Edges<V> g{out_indptr, indices, weights, values, inf, inf, claimed, states,
                      initial_state, block_epoch, block_shift, epoch};
     int nq = 0;  // which buffer holds the near list
+    unsigned long long starts[2] = {0, 0};  // counters[k] when list k was last emptied
     long long near_count = count, rounds = 0, edges = 0;
     unsigned long long local_edges = 0;  // counters[3]'s last reading
     long long bucket_edges = 0, last_bucket_edges = 0;  // pushed in this bucket, the last
@@ -457,22 +463,23 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
     }
     while (true) {
         if (near_count == 0) {
-            // counters[nq] is zero: the near list is empty and its end was reset.
+            // The near list is empty: counters[nq] is starts[nq].
             if (far_mode && rounds > 0)
                 width = next_width<V>(width, delta, bucket_edges, last_bucket_edges,
                                       (long long)grid.size());
             last_bucket_edges = bucket_edges;
             bucket_edges = 0;
-            if (!far_mode || !advance<V>(grid, n, lists[nq], &counters[nq], capacity, values,
-                                         inf, width, &mins[0], claimed, near_bit(rounds),
-                                         split))
+            if (!far_mode || !advance<V>(grid, n, lists[nq], &counters[nq], starts[nq],
+                                         capacity, values, inf, width, &mins[0], claimed,
+                                         near_bit(rounds), split))
                 break;  // converged
-            near_count = (long long)fresh(&counters[nq]);
-            near_count = min(near_count, capacity);
+            const unsigned long long end = fresh(&counters[nq]);
+            near_count = min((long long)(end - starts[nq]), capacity);
+            starts[nq] = end;
         }
         unclaim_near(grid, lists[nq], near_count, claimed, near_bit(rounds));
-        const Phase<V> p{lists[nq], lists[nq ^ 1], &counters[nq ^ 1], &counters[2], capacity,
-                         far_mode, near_bit(rounds + 1)};
+        const Phase<V> p{lists[nq], lists[nq ^ 1], &counters[nq ^ 1], starts[nq ^ 1],
+                         &counters[2], capacity, far_mode, near_bit(rounds + 1)};
         Edges<V> round = g;
         round.split = split;
         long long total = 0;
@@ -501,11 +508,12 @@ __global__ void push_loop(PUSH_LOOP_PARAMS) {
             total = (long long)(so_far - local_edges);
             local_edges = so_far;
         }
-        const long long next = (long long)fresh(&counters[nq ^ 1]);
+        const unsigned long long end = fresh(&counters[nq ^ 1]);
+        const long long next = (long long)(end - starts[nq ^ 1]);
+        starts[nq ^ 1] = end;
         rounds += 1;
         edges += total;
         bucket_edges += total;
-        if (grid.thread_rank() == 0) counters[nq] = 0;  // read by every thread before the sync
         nq ^= 1;
         near_count = far_mode ? min(next, capacity) : next;
         if (halted) break;
