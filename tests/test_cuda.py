@@ -363,3 +363,25 @@ def test_bottom_up_tiles_read_rows_at_any_alignment(monkeypatch, offset):
             got = call(device="cuda", **opts)
             assert got.stats.bottom_up_rounds > 0, (budget, field)
             np.testing.assert_array_equal(getattr(got, field), want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 1000, 1 << 20])
+def test_weak_state_counts_on_the_device(n):
+    """The weak predictor's per-round state counts (Figure 10's) are a histogram of the
+    state bytes' low bits, the owed bit ignored: warps of mixed and equal states, a block's
+    partial last warp, and more vertices than the grid has threads."""
+    import cupy as cp
+
+    from seraph.backends.cuda.backend import _kernel
+    from seraph.predictors import STATE_MASK
+
+    num_states = 17
+    rng = np.random.default_rng(n)
+    states = rng.integers(0, num_states, n).astype(np.uint8)
+    states[: n // 2] = 3  # whole warps of one state
+    states |= rng.integers(0, 2, n).astype(np.uint8) << 7  # the owed bit
+    counts = cp.zeros(num_states, dtype=cp.uint64)
+    _kernel("count_states")(64, states=cp.asarray(states), n=n, num_states=num_states,
+                            counts=counts)
+    np.testing.assert_array_equal(counts.get(),
+                                  np.bincount(states & STATE_MASK, minlength=num_states))

@@ -56,7 +56,7 @@ from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
-from seraph.predictors import OWES, STATE_MASK
+from seraph.predictors import OWES
 from seraph.spec import MIN, OPERAND, SCALE, Output
 
 _THREADS = 256
@@ -158,20 +158,10 @@ _flag_owing_pages = cp.ElementwiseKernel(
             flags[p] = 1;
         state = initial;
     }}""", "seraph_flag_owing_pages")
-#: counts[s] = the vertices in weak state s, by atomics into a word a state.
-_count_states = cp.ElementwiseKernel(
-    "uint8 state", "raw uint64 counts", f"atomicAdd(&counts[state & {int(STATE_MASK)}], 1ull)",
-    "seraph_count_states")
 #: first[0] = the smallest i with value[i] != inf (first[0] starts at n).
 _first_reached = cp.ElementwiseKernel(
     "T value, T inf", "raw uint64 first",
     "if (value != inf) atomicMin(&first[0], (unsigned long long)i)", "seraph_first_reached")
-
-
-#: The values' total over the vertices without out-edges (scale 0), in double.
-_dangling_total = cp.ReductionKernel(
-    "T value, T scale", "float64 total", "scale == 0 ? (double)value : 0.0", "a + b",
-    "total = a", "0", "seraph_dangling_total")
 
 
 def _co_resident_blocks(kernel) -> int:
@@ -703,9 +693,17 @@ class CudaBackend(HostPush):
         self._finish(self.compute_stream)
 
     def walk_totals(self) -> tuple[float, float]:
+        """kernels/gather.cu's pairs a block, added up here (cupy reduces a whole vector
+        to one value in a single block)."""
+        n = len(self.values)
+        blocks = self._blocks(n)
         with self.compute_stream:
-            return (float(self.values.sum(dtype=np.float64)),
-                    float(_dangling_total(self.values, self.vector(SCALE))))
+            partial = cp.empty(2 * blocks, dtype=cp.float64)
+            _kernel("walk_totals", self.algorithm.operator)(
+                blocks, values=self.values, scale=self.vector(SCALE), n=n, partial=partial)
+            pairs = partial.get(stream=self.compute_stream).reshape(blocks, 2)
+        total, dangling = pairs.sum(axis=0)
+        return float(total), float(dangling)
 
     def set_walk_scale(self) -> None:
         """From the CSR's indptr on the device: no host pass over the vertices, no upload."""
@@ -1061,7 +1059,9 @@ class CudaBackend(HostPush):
         counts = self._weak_scratch[0]
         with self.compute_stream:
             counts.fill(0)
-            _count_states(self.states, counts)
+            _kernel("count_states")(self._blocks(len(self.states)), states=self.states,
+                                    n=len(self.states), num_states=len(counts),
+                                    counts=counts)
             return counts.get(stream=self.compute_stream).tolist()
 
     def close(self) -> None:

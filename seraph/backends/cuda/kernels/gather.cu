@@ -229,3 +229,32 @@ __global__ void split_sums_from_values(SPLIT_SUMS_FROM_VALUES_PARAMS) {
         chunk_sums[c] = hub_chunks[3 * c + 1] == indptr[v] ? values[v] : 0;
     }
 }
+
+// A recomputing walk's totals (seraph/backends/base.py, walk_totals), a pair a block in
+// `partial`: the values' total, and their total over the vertices whose scale is 0. The host
+// adds the pairs up in block order, so that the totals do not hang on the order in which
+// the blocks end.
+template <typename Op>
+__global__ void walk_totals(WALK_TOTALS_PARAMS) {
+    using V = typename Op::V;
+    __shared__ double warp_totals[2][32];
+    double all = 0, dangling = 0;
+    for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < n;
+         v += (long long)gridDim.x * blockDim.x) {
+        const double x = (double)values[v];
+        all += x;
+        if (scale[v] == (V)0) dangling += x;
+    }
+    all = group_sum(all, 32, 0xffffffffu);
+    dangling = group_sum(dangling, 32, 0xffffffffu);
+    if ((threadIdx.x & 31) == 0) {
+        warp_totals[0][threadIdx.x >> 5] = all;
+        warp_totals[1][threadIdx.x >> 5] = dangling;
+    }
+    __syncthreads();
+    if (threadIdx.x < 2) {
+        double total = 0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) total += warp_totals[threadIdx.x][w];
+        partial[2 * blockIdx.x + threadIdx.x] = total;
+    }
+}

@@ -146,6 +146,9 @@ KERNELS = {
     "list_selected": Kernel("select.cu", (
         "const V* value", *_STRONG, "long long n", "int* out", "unsigned long long* claimed"),
         value_types=_SELECTED),
+    "count_states": Kernel("select.cu", (
+        "const unsigned char* states", "long long n", "int num_states",
+        "unsigned long long* counts")),
     "label_from_reach": Kernel("reach.cu", (
         "int* value", "int inf", "const long long* smallest", "const long long* out_indptr",
         "long long n", "unsigned char* spreads")),
@@ -175,6 +178,9 @@ KERNELS = {
         "long long* block_epoch", "int block_shift", "long long epoch",
         "unsigned long long* counters", "unsigned long long* edges_read", "int light_lanes",
         "long long heavy_edges"), _SUMMING),
+    # Its totals between rounds, a pair a block (gather.cu).
+    "walk_totals": Kernel("gather.cu", (
+        "const V* values", "const V* scale", "long long n", "double* partial"), _SUMMING),
     # Its pieces' partial sums from its values, before its first sweep (gather.cu).
     "split_sums_from_values": Kernel("gather.cu", (
         "const long long* indptr", "const long long* page_last", "long long num_pages",

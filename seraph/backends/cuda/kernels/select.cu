@@ -62,3 +62,25 @@ __global__ void list_selected(LIST_SELECTED_PARAMS) {
     list_unproven<V>(value, StrongRule<V>{threshold, light_codes, light_unit}, n, out,
                      claimed);
 }
+
+// counts[s] += the vertices whose weak predictor state is s (of num_states): each warp adds
+// its lanes of a state at once, into its block's counts in shared memory, and each block
+// adds its counts to the words. An atomic a vertex on the words would queue millions on the
+// few states a diagram has.
+__global__ void count_states(COUNT_STATES_PARAMS) {
+    __shared__ unsigned int local[MAX_STATES];
+    for (int s = threadIdx.x; s < num_states; s += blockDim.x) local[s] = 0;
+    __syncthreads();
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    // Every lane of a warp runs the same number of iterations, so the matches are whole.
+    const long long rounds = (n + stride - 1) / stride;
+    for (long long r = 0; r < rounds; ++r) {
+        const long long v = r * stride + blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        const int s = v < n ? (int)(states[v] & STATE_MASK) : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, s);
+        if (s >= 0 && (threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&local[s], __popc(same));
+    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < num_states; s += blockDim.x)
+        if (local[s]) atomicAdd(&counts[s], (unsigned long long)local[s]);
+}
