@@ -50,17 +50,19 @@ def variants(args) -> dict[str, dict]:
     return rows
 
 
-def budget(graph, options: dict, fraction: float) -> int | None:
-    """The run's own vertex state and ``fraction`` of the pages (None: resident)."""
+def budget(graph, options: dict, fraction: float, device: str) -> int | None:
+    """The run's own vertex state (its predictor's, as auto resolves it on ``device``) and
+    ``fraction`` of the pages (None: resident)."""
     import seraph
     from seraph.algorithms import pagerank
-    from seraph.backends.layout import Layout
+    from seraph.api import predictor_and_layout
+    from seraph.backends import backend_class
 
     if not fraction:
         return None
     spec = pagerank.DELTA if options["method"] == "delta" else pagerank.SPEC
     config = seraph.make_config(**{k: v for k, v in options.items() if k != "method"})
-    layout = Layout.for_run(graph, spec, config.resolved_predictor(spec), None)
+    layout = predictor_and_layout(graph, spec, config, backend_class(device), None)[2]
     pages = max(2 * layout.slot_bytes, fraction * graph.num_edges * layout.slot_bytes
                 / graph.page_edges)
     return int(layout.state_bytes + pages)
@@ -71,7 +73,7 @@ def cell(graph, name: str, fraction: float, schedule: str, label: str, options: 
     import seraph
 
     options = {**options, "schedule": schedule}
-    room = budget(graph, options, fraction)
+    room = budget(graph, options, fraction, args.device)
     checks = benchlib.Checks()
 
     def call(trace: bool = False):

@@ -219,19 +219,22 @@ def predictor_and_layout(graph: Graph, algorithm: Algorithm, config: EngineConfi
 
     auto adds the weak history (:data:`~seraph.predictors.LATE_WEAK_DIAGRAM`) to the strong
     rule after :attr:`~seraph.spec.Algorithm.weak_after` dense rounds where the algorithm
-    names that and the backend says it pays (``Backend.weak_history_pays``), and where the
+    names that and the backend says it pays (``Backend.weak_pays``), and where the
     budget holds the weak state, a byte a vertex; otherwise auto is the algorithm's default,
-    or no predictor where that is the weak one and the budget does not hold its state.
+    or no predictor where that is the weak one and the backend says it does not pay or
+    the budget does not hold its state.
     """
     predictor = config.resolved_predictor(algorithm)
     if (config.predictor == "auto" and config.diagram is None and predictor == "strong"
-            and algorithm.weak_after is not None and backend_cls.weak_history_pays):
+            and algorithm.weak_after is not None and backend_cls.weak_pays):
         try:
             return ("combined", algorithm.weak_after,
                     Layout.for_run(graph, algorithm, "combined", budget))
         except DeviceError:
             pass  # no room for the weak state: the strong rule alone
     if config.predictor == "auto" and config.diagram is None and predictor == "weak":
+        if not backend_cls.weak_pays:
+            return "none", None, Layout.for_run(graph, algorithm, "none", budget)
         try:
             return predictor, None, Layout.for_run(graph, algorithm, predictor, budget)
         except DeviceError:

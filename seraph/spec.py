@@ -130,11 +130,12 @@ class Algorithm:
     #: the first in-edge whose weight alone reaches its best, and the strong rule adds each
     #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.
     lightest_first: bool = False
-    #: ``predictor="auto"`` on a backend where the weak history pays on long runs
-    #: (:attr:`~seraph.backends.base.Backend.weak_history_pays`): the dense rounds run under
+    #: ``predictor="auto"`` on a backend where the weak predictor pays
+    #: (:attr:`~seraph.backends.base.Backend.weak_pays`): the dense rounds run under
     #: the strong rule alone before the weak diagram joins it (None: auto stays strong).
     weak_after: int | None = None
-    #: ``predictor="auto"`` where it resolves to the weak predictor: it joins after the first
+    #: ``predictor="auto"`` where it resolves to the weak predictor (on a backend where that
+    #: pays; elsewhere auto runs no predictor): it joins after the first
     #: dense round in which most attempts failed, for a program whose attempts succeed until
     #: its vertices settle (PageRank-delta), where until then it has nothing to skip.
     weak_when_failing: bool = False

@@ -136,7 +136,7 @@ class Config:
         if self.schedule == "single":
             return False
         if self.predictor == "auto":
-            return algorithm == "cc" and backend_class(device).weak_history_pays
+            return algorithm == "cc" and backend_class(device).weak_pays
         return self.predictor in ("weak", "sleepy", "combined")
 
     def options(self, graph: Graph, sleepy: Path, device: str, algorithm: str) -> dict:

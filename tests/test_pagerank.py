@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import seraph
 from partitioner import generators
 from seraph.algorithms import get, pagerank
+from seraph.backends import backend_class
 from seraph.backends.base import Backend
 from seraph.backends.cpu import gather
 from seraph.backends.cpu.backend import CpuBackend
@@ -71,10 +72,11 @@ def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, dampin
     schedule, ...)."""
     graph = build(n, src, dst, page_edges)
     if slots is not None:
-        # auto runs PageRank-delta with the weak predictor where its state fits, and the
-        # budget gives it room; single skips nothing.
+        # auto runs PageRank-delta with the weak predictor where that pays and its state
+        # fits, and the budget gives it room; single skips nothing.
         asks = options.get("predictor") == "weak" or "diagram" in options or \
-            (method == "delta" and options.get("predictor", "auto") == "auto")
+            (method == "delta" and options.get("predictor", "auto") == "auto"
+             and backend_class(device).weak_pays)
         weak = asks and options.get("schedule") != "single"
         options["device_memory"] = slots_budget(graph, slots, method,
                                                 "weak" if weak else "none", tolerance)
@@ -463,19 +465,22 @@ def test_delta_balances_the_total_between_rounds(symmetric, device):
 def test_the_weak_predictor_skips_what_settled(device):
     """An R-MAT (symmetrized), resident: most vertices settle within a few rounds and a few
     keep moving for many more, spread over every page. The weak predictor puts the settled
-    ones to sleep and reads well under the edges of the same run without it; auto runs it,
-    and both answers meet the bound."""
+    ones to sleep and reads well under the edges of the same run without it, and both
+    answers meet the bound; auto runs it where the backend says it pays, and none
+    elsewhere."""
     source = generators.rmat(13, 16, seed=1)
     chunks = list(source.chunks())
     graph = Graph.from_edges(np.concatenate([c.src for c in chunks]),
                              np.concatenate([c.dst for c in chunks]), num_vertices=1 << 13,
                              symmetrize=True, page_edges=16384)
-    none, auto = (seraph.pagerank(graph, method="delta", predictor=predictor, device=device)
-                  for predictor in ("none", "auto"))
-    assert auto.stats.predictor == "weak" and auto.stats.skipped_weak > 0
-    assert auto.stats.edges_read < 0.75 * none.stats.edges_read
-    for res in (none, auto):
+    none, weak, auto = (seraph.pagerank(graph, method="delta", predictor=predictor,
+                                        device=device)
+                        for predictor in ("none", "weak", "auto"))
+    assert weak.stats.predictor == "weak" and weak.stats.skipped_weak > 0
+    assert weak.stats.edges_read < 0.75 * none.stats.edges_read
+    for res in (none, weak, auto):
         assert res.converged and pagerank.verify(graph, res.ranks) is None
+    assert auto.stats.predictor == ("weak" if backend_class(device).weak_pays else "none")
 
 
 def test_delta_writes_every_change_where_a_wave_would_carry_the_unwritten_ones(device):
@@ -538,9 +543,9 @@ def test_the_registry_runs_pagerank(device):
     assert (delta.stats.predictor, delta.converged) == ("weak", True)
     assert entry.verify(graph, delta.values, damping=0.9, method="delta") is None
     assert entry.check(graph, delta.values, damping=0.9, method="delta") is None
-    # auto: the weak predictor (it pays where vertices settle at different rounds).
+    # auto: the weak predictor where it pays (vertices settle at different rounds).
     assert seraph.run(graph, "pagerank", method="delta", device=device).stats.predictor == \
-        "weak"
+        ("weak" if backend_class(device).weak_pays else "none")
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
@@ -604,11 +609,13 @@ def test_a_delta_budget_counts_its_vectors_and_partial_sums(device):
                             device_memory=budget - 1)
         seraph.pagerank(graph, method="delta", predictor=predictor, device=device,
                         device_memory=budget)
-    # auto takes the weak predictor where its state fits, and runs without it where not.
+    # auto takes the weak predictor where it pays and its state fits, and runs without it
+    # where not.
+    pays = backend_class(device).weak_pays
     for predictor in ("none", "weak"):
         res = seraph.pagerank(graph, method="delta", device=device,
                               device_memory=slots_budget(graph, 2, "delta", predictor))
-        assert res.converged and res.stats.predictor == predictor
+        assert res.converged and res.stats.predictor == (predictor if pays else "none")
 
 
 def test_a_budget_counts_the_vectors(device):

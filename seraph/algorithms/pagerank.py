@@ -249,10 +249,10 @@ def dangling_share(graph) -> float:
 SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
                  combine=SUM, vectors=PowerIteration().vectors, plan=PowerIteration().plan)
 #: PageRank-delta's spec: its rule's parameters are each run's (:meth:`Delta.plan`). auto
-#: runs it with the weak predictor from the first round in which most attempts failed: on
-#: a graph whose vertices settle at different rounds (an R-MAT) it then skips most attempts
-#: of the late rounds, and where they settle together it joins at the end, if at all
-#: (configs/weak-delta.toml).
+#: runs it with the weak predictor where the backend says that pays (Backend.weak_pays),
+#: from the first round in which most attempts failed: on a graph whose vertices settle at
+#: different rounds (an R-MAT) it then skips most attempts of the late rounds, and where
+#: they settle together it joins at the end, if at all (configs/weak-delta.toml).
 DELTA = replace(SPEC, default_predictor="weak", default_diagram="weak-delta",
                 weak_when_failing=True, vectors=Delta.vectors,
                 recompute=Recompute(eps=0.5e-6, factor=0.85), plan=Delta().plan)

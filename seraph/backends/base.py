@@ -88,10 +88,12 @@ class Backend(ABC):
     """
 
     name = "abstract"  #: what the run's stats call the device
-    #: Whether the weak predictor's history pays on long label-propagation runs here, so
-    #: that ``predictor="auto"`` adds it after :attr:`~seraph.spec.Algorithm.weak_after`
-    #: dense rounds (measured: docs/benchmarks/predictors-cpu.md, predictors-gpu.md).
-    weak_history_pays = False
+    #: Whether the weak predictor's skipped attempts pay for its bookkeeping here, so that
+    #: ``predictor="auto"`` takes it where an algorithm asks for it: after
+    #: :attr:`~seraph.spec.Algorithm.weak_after` dense rounds of a long label propagation,
+    #: or as PageRank-delta's default (measured: docs/benchmarks/predictors-cpu.md,
+    #: predictors-gpu.md, predictors-pagerank-delta-cpu.md and -gpu.md).
+    weak_pays = False
     #: The bytes of a one-time upload of the whole graph (0: its pages moved by slot).
     upload_bytes: int = 0
     #: Whether :meth:`push` orders the pushes of a binned operator (SSSP's) itself, in

@@ -67,7 +67,7 @@ PULL_PER_PUSH = 2
 
 class CpuBackend(HostPush):
     name = "cpu"
-    weak_history_pays = True
+    weak_pays = True
 
     def __init__(self, graph, algorithm, layout, table: np.ndarray | None,
                  initial_state: int = 0):
