@@ -86,14 +86,15 @@ def test_name_expressions_cover_each_kernel_and_template_argument():
     assert interface.name_expressions("push.cu", (distance,)) == ["push_loop<Distance>"]
     assert interface.value_type_of("push_loop", distance) == np.float32
     assert interface.value_type_of("push_loop", operators.operator(operators.WIDTH)) == np.int32
-    assert "count_selected<unsigned char>" in interface.name_expressions("select.cu")
+    assert {"count_selected<unsigned char>", "count_states"} <= \
+        set(interface.name_expressions("select.cu"))
     assert interface.name_expression("count_selected", np.dtype(np.float32)) == \
         "count_selected<float>"
     assert interface.name_expressions("reach.cu") == ["label_from_reach"]
     share = operators.operator(operators.SHARE)
     sums = ["gather_sum<float>", "gather_sum<double>"]
     assert interface.name_expressions("gather.cu", (share,)) == [
-        *sums, "recompute_window<Share>", "split_sums_from_values<Share>"]
+        *sums, "recompute_window<Share>", "walk_totals<Share>", "split_sums_from_values<Share>"]
     assert interface.name_expressions("gather.cu", ()) == sums
     assert interface.value_type_of("recompute_window", share) == np.float64
     with pytest.raises(TypeError, match="built for"):

@@ -158,10 +158,13 @@ _flag_owing_pages = cp.ElementwiseKernel(
             flags[p] = 1;
         state = initial;
     }}""", "seraph_flag_owing_pages")
-#: first[0] = the smallest i with value[i] != inf (first[0] starts at n).
+#: first[0] = the smallest i with value[i] != inf (first[0] starts at n). A thread reads the
+#: word before its atomic, so that once a small i is in, the many reached vertices after it
+#: do not all queue on the word (a stale read only costs an atomic).
 _first_reached = cp.ElementwiseKernel(
     "T value, T inf", "raw uint64 first",
-    "if (value != inf) atomicMin(&first[0], (unsigned long long)i)", "seraph_first_reached")
+    "if (value != inf && (unsigned long long)i < first[0]) "
+    "atomicMin(&first[0], (unsigned long long)i)", "seraph_first_reached")
 
 
 def _co_resident_blocks(kernel) -> int:
@@ -693,8 +696,8 @@ class CudaBackend(HostPush):
         self._finish(self.compute_stream)
 
     def walk_totals(self) -> tuple[float, float]:
-        """kernels/gather.cu's pairs a block, added up here (cupy reduces a whole vector
-        to one value in a single block)."""
+        """kernels/gather.cu's pairs a block, added up here (a cupy ReductionKernel reduces
+        a whole vector to one value in a single block)."""
         n = len(self.values)
         blocks = self._blocks(n)
         with self.compute_stream:

@@ -382,8 +382,9 @@ __device__ __forceinline__ V next_width(V width, V delta, long long bucket_edges
 // the bucket's `width`, and the far vertices up to it, as many as the list holds, come
 // near. Returns false when no vertex is far (the phase has converged).
 template <typename V>
-__device__ bool advance(cg::grid_group& grid, long long n, int* near, unsigned long long* near_end,
-                        unsigned long long near_start, long long capacity, const V* values, V inf, V width, V* lowest,
+__device__ bool advance(cg::grid_group& grid, long long n, int* near,
+                        unsigned long long* near_end, unsigned long long near_start,
+                        long long capacity, const V* values, V inf, V width, V* lowest,
                         unsigned int* claimed, unsigned bit, V& split) {
     V mine = inf;
     for (long long v = grid.thread_rank(); v < n; v += grid.size())
