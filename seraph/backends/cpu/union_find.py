@@ -6,9 +6,10 @@ runs it, with ECL-CC's rule of hooking the higher root under the lower one (J. J
 M. Burtscher, "A High-Performance Connected Components Implementation for GPUs", HPDC 2018).
 On a symmetric graph (whose CSC is its CSR):
 
-1. **Sample.** Link every vertex to its first ``sample_rounds`` neighbours, one neighbour
-   per round, compressing the forest after each round. On most graphs this already joins
-   nearly all of the largest component.
+1. **Sample.** Link every vertex to its first ``sample_rounds`` neighbours, in one pass
+   over the vertices, and compress the forest. On most graphs this already joins nearly
+   all of the largest component. (GAP links one neighbour a pass, compressing after
+   each; one pass reads each row's first cache line once, where each pass read it again.)
 2. **Find the giant.** The root that most of ~1,000 vertices (a fixed seed) point to.
 3. **Finish.** Every vertex not yet under that root links its remaining neighbours. Edges
    of vertices already in the giant are skipped: each such edge is also stored the other
@@ -27,13 +28,13 @@ is the smallest vertex id of ``v``'s component: the label the engine reports.
 **Pages.** The linking kernel, :func:`link_edges`, takes any contiguous run of the CSC's
 edges (a page buffer of ``page_edges`` edges, whose first and last vertex may have edges in
 neighbouring pages) and links only the neighbour positions asked for. A caller streaming
-pages calls :func:`new_forest`, then per sampling round :func:`link_edges` on every page
-with ``first_neighbour=r, neighbour_count=1`` and :func:`compress`; then
+pages calls :func:`new_forest`, then :func:`link_edges` on every page with
+``first_neighbour=0, neighbour_count=sample_rounds`` and :func:`compress`; then
 :func:`most_frequent_root`, :func:`link_edges` on every page with
 ``first_neighbour=sample_rounds, skip_root=giant``, and :func:`compress`. The pages may
-come in any order, and the sampling rounds may be one pass (``neighbour_count=
-sample_rounds``): the answer is the same as long as the sampled positions are all linked
-before the finish step, which skips them. The order above keeps the trees shallow.
+come in any order, and the sampling may go a neighbour a pass, compressing after each, as
+GAP's does: the answer is the same as long as the sampled positions are all linked before
+the finish step, which skips them.
 """
 
 from __future__ import annotations
@@ -80,9 +81,8 @@ def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: in
     forest after the sampling and after the finish (a partitioned run's workers unite
     their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`)."""
     parent = new_forest(num_vertices)
-    for r in range(sample_rounds):
-        link_edges(parent, indptr, indices, first_neighbour=r, neighbour_count=1)
-        compress(parent, len(indices))
+    link_edges(parent, indptr, indices, first_neighbour=0, neighbour_count=sample_rounds)
+    compress(parent, len(indices))
     if merge is not None:
         merge(parent)
     giant = most_frequent_root(parent)
