@@ -709,7 +709,8 @@ class CudaBackend(HostPush):
         return float(total), float(dangling)
 
     def set_walk_scale(self) -> None:
-        """From the CSR's indptr on the device: no host pass over the vertices, no upload."""
+        """From the CSR's indptr on the device (or the whole graph's degrees a partitioned
+        run's worker gave it): no host pass over the vertices, no upload."""
         with self.compute_stream:
             if self.walk_degrees is None:
                 _reciprocal_degrees(self._out_indptr, self.vector(SCALE))
