@@ -69,8 +69,10 @@ def make_config(**options) -> EngineConfig:
 
 
 # -- devices --------------------------------------------------------------------------------
+@functools.cache
 def cuda_status() -> tuple[bool, str]:
-    """Whether the CUDA backend can run here, and why not."""
+    """Whether the CUDA backend can run here, and why not: asked once a process, since a
+    failed import is not cached and would cost every CPU call a search of the path."""
     try:
         import cupy
     except ImportError:
