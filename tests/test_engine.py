@@ -678,6 +678,47 @@ def test_bottom_up_rounds_pull_the_few_unsettled_vertices(algorithm, sleepy, dev
     assert weak_pulled
 
 
+@pytest.mark.parametrize("algorithm", ["bfs", "sssp"])
+def test_the_cpu_takes_a_bottom_up_rounds_changes_as_listed(algorithm, sleepy, monkeypatch):
+    """The changes a CPU bottom-up round hands to the next push are the vertices it lowered,
+    as it listed them: the take after it reads no flag (a pass over every vertex), and the
+    answer is scipy's."""
+    import seraph.backends.cpu.backend as cpu
+
+    monkeypatch.setattr(cpu.CpuBackend, "bottom_up_edge_limit",
+                        lambda backend, push_limit, num_edges: num_edges)
+    bottom_up, take, flagged = (cpu.CpuBackend.bottom_up, cpu.CpuBackend.take_changed,
+                                cpu.flagged_below)
+    pending, taken = [], []  # what the last bottom-up round lowered, until the take after it
+
+    def listing_bottom_up(be, *args):
+        before = be.values.copy()
+        res = bottom_up(be, *args)
+        if res is not None:
+            pending[:] = [np.flatnonzero(be.values != before)]
+        return res
+
+    def take_listed(be, edge_limit):
+        out = take(be, edge_limit)
+        if pending:
+            taken.append((out, pending.pop()))
+        return out
+
+    def flags_not_after_bottom_up(*args):
+        assert not pending, "the take after a bottom-up round read the flags"
+        return flagged(*args)
+
+    monkeypatch.setattr(cpu.CpuBackend, "bottom_up", listing_bottom_up)
+    monkeypatch.setattr(cpu.CpuBackend, "take_changed", take_listed)
+    monkeypatch.setattr(cpu, "flagged_below", flags_not_after_bottom_up)
+    edges = _core_with_a_tail(0.0 if algorithm == "sssp" else None)
+    check_run(algorithm, edges, 0, Config("pipelined", "strong", 64, None, 2.0), sleepy,
+              "cpu", cached_graph(edges, 64))
+    assert any(out is not None and len(out) for out, _ in taken)
+    for out, lowered in taken:
+        assert out is None or np.array_equal(out, lowered)
+
+
 def test_a_dense_round_takes_what_a_bottom_up_round_changed(monkeypatch, device):
     """Found by a random search: a bottom-up round lowers vertices (19, level 3) whose
     out-edges are too many to push, so the dense round after it must take them to vertex

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from seraph.backends.activity import PUSH_ALPHA, blocks_of, flagged_below
+from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below, flagged_below
 from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import (
     graph_operands,
@@ -92,6 +92,9 @@ class CpuBackend(HostPush):
         # A recomputing program's partial sums of the vertices split across pages.
         self.page_sums = np.zeros(2 * graph.num_pages) if algorithm.recompute else _NO_SUMS
         self.changed = _NO_FLAGS  # made by the first round that flags (_flags)
+        # A bottom-up round's lowered vertices, listed, while no other change is flagged:
+        # the next take_changed returns them without a pass over every vertex's flag.
+        self._lowered: np.ndarray | None = None
         self.states = _NO_FLAGS if table is None else np.full(n, self.initial_state, np.uint8)
         self.block_epoch = np.full(layout.num_blocks, -1, dtype=np.int64)
         # The sweeps read each edge's operand (caches.operands): a page's weights, or what
@@ -317,6 +320,10 @@ class CpuBackend(HostPush):
         return self.block_epoch
 
     def take_changed(self, edge_limit: float) -> np.ndarray | None:
+        if self._lowered is not None:
+            lowered, self._lowered = self._lowered, None
+            return lowered if edges_below(lowered, out_degrees(self.graph), edge_limit) \
+                else None
         flags, self.changed = self._flags(), _NO_FLAGS
         count = flagged_below(flags, out_degrees(self.graph), edge_limit)
         if count <= 0:
@@ -336,7 +343,10 @@ class CpuBackend(HostPush):
                                              graph_operands(self.graph, alg.op, "csc"),
                                              self.values, vertices, alg.op, alg.inf,
                                              threshold, self._by_weight, alg.levels)
-        self._flags()[lowered] = 1
+        if self.changed is _NO_FLAGS and self._lowered is None:
+            self._lowered = lowered
+        else:
+            self._flags()[lowered] = 1
         self._touch(lowered)
         self.mark_blocks(lowered, epoch)
         return BottomUpResult(len(vertices), len(lowered), minimum, edges)
@@ -356,6 +366,9 @@ class CpuBackend(HostPush):
         if self.changed is _NO_FLAGS:
             # np.zeros maps zeroed pages lazily: cheaper than clearing the old flags.
             self.changed = np.zeros(len(self.values), np.uint8)
+            if self._lowered is not None:  # a bottom-up round's changes join the flags
+                self.changed[self._lowered] = 1
+                self._lowered = None
         return self.changed
 
     def close(self) -> None:
