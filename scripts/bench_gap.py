@@ -26,7 +26,10 @@ trial; SSSP with ``-d 2``, the delta of GAP's own benchmark for kron and urand),
 public call (``stats.call_time``) after a first call reported apart. Both run on each
 ``--threads`` count in turn (Seraph's ``threads=``, GAP's ``OMP_NUM_THREADS``), by default
 on as many as numba's pool has; ``--plot`` draws the scaling curve. Every Seraph answer
-is checked by its verifier (outside the timed call), GAP's first answer by its own ``-v``.
+is checked by its verifier (outside the timed call), GAP's first answer by its own ``-v``,
+and the two first answers against each other where GAP's ``-a`` prints figures of its
+answer (BFS and SSSP: the vertices reached; CC: the components and the largest one's
+size): a difference fails the cell.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import re
 import statistics
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import benchlib
 import numpy as np
@@ -46,6 +50,14 @@ KINDS = ("rmat", "uniform")
 GAP = {"bfs": ("bfs", "sg", []), "cc": ("cc", "sg", []), "sssp": ("sssp", "wsg", ["-d", "2"]),
        "pagerank": ("pr", "sg", ["-i", "100"])}
 TRIAL = re.compile(r"^Trial Time:\s+([0-9.]+)", re.M)
+GRAPH = re.compile(r"^Graph has (\d+) nodes", re.M)
+#: What GAP's ``-a`` prints of its last answer, per algorithm: each figure's name and its
+#: pattern, set beside the same figure of Seraph's answer (:func:`answer_figures`).
+ANALYSIS = {"bfs": (("reached", r"BFS Tree has (\d+) nodes"),
+                    ("reached out-edges", r"nodes and (\d+) edges")),
+            "cc": (("components", r"There are (\d+) components"),
+                   ("largest", r"biggest clusters\s+\d+:(\d+)")),
+            "sssp": (("reached", r"SSSP Tree reaches (\d+) nodes"),)}
 
 
 def gap_files(graph, name: str, gap_dir: Path, work: Path) -> dict[str, Path]:
@@ -65,18 +77,54 @@ def gap_files(graph, name: str, gap_dir: Path, work: Path) -> dict[str, Path]:
     return out
 
 
+class GapRun(NamedTuple):
+    """One run of a GAP kernel: its trial time; where verified, its own ``-v`` verdict,
+    the figures its ``-a`` prints of the answer (:data:`ANALYSIS`; those it printed) and
+    its graph's vertices (the largest id in the edge list, plus one)."""
+
+    time: float
+    verified: bool | None = None
+    figures: dict | None = None
+    vertices: int | None = None
+
+
 def gap_call(gap_dir: Path, files: dict, alg: str, source: int | None, threads: int,
-             tolerance: float, verify: bool = False) -> tuple[float, bool | None]:
-    """GAP's trial time for one source, and its own verification's verdict if asked."""
+             tolerance: float, verify: bool = False) -> GapRun:
+    """GAP's kernel for one source (:class:`GapRun`), verified if asked."""
     kernel, form, extra = GAP[alg]
     cmd = [str(gap_dir / kernel), "-f", str(files[form]), "-n", "1", *extra]
     cmd += ["-t", repr(tolerance)] if alg == "pagerank" else []
     cmd += ["-r", str(source)] if source is not None else []
-    cmd += ["-v"] if verify else []
+    cmd += ["-v", "-a"] if verify else []
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          env={**os.environ, "OMP_NUM_THREADS": str(threads)}).stdout
-    passed = ("Verification:" in out and "PASS" in out) if verify else None
-    return float(TRIAL.search(out).group(1)), passed
+    time = float(TRIAL.search(out).group(1))
+    if not verify:
+        return GapRun(time)
+    found = ((name, re.search(pattern, out)) for name, pattern in ANALYSIS.get(alg, ()))
+    graph = GRAPH.search(out)
+    return GapRun(time, "Verification:" in out and "PASS" in out,
+                  {name: int(m.group(1)) for name, m in found if m},
+                  int(graph.group(1)) if graph else None)
+
+
+def answer_figures(graph, alg: str, values: np.ndarray, vertices: int | None) -> dict:
+    """The figures GAP's ``-a`` prints (:data:`ANALYSIS`), of Seraph's answer over GAP's
+    ``vertices`` (None: all; GAP's graph ends at the largest id its edge list names, and
+    the isolated vertices after it are each unreached and a component of their own): BFS's
+    reached vertices and their out-edges, CC's components and the largest one's size,
+    SSSP's reached vertices."""
+    values = values[:vertices]
+    if alg == "bfs":
+        reached = values >= 0
+        return {"reached": int(reached.sum()),
+                "reached out-edges": int(graph.out_degrees()[:vertices][reached].sum())}
+    if alg == "cc":
+        sizes = np.unique(values, return_counts=True)[1]
+        return {"components": len(sizes), "largest": int(sizes.max(initial=0))}
+    if alg == "sssp":
+        return {"reached": int(np.isfinite(values).sum())}
+    return {}
 
 
 def cells_of(kind: str, args) -> list[dict]:
@@ -100,14 +148,18 @@ def cells_of(kind: str, args) -> list[dict]:
         for threads in args.threads or [numba.config.NUMBA_NUM_THREADS]:
             checks = benchlib.Checks()
             checks.call(graph, alg, sources[0], first, None, **options)
-            _, gap_ok = gap_call(Path(args.gap_dir), files, alg, sources[0], threads,
-                                 args.tolerance, True)
+            verified = gap_call(Path(args.gap_dir), files, alg, sources[0], threads,
+                                args.tolerance, True)
+            gap_ok, gap_figures = verified.verified, verified.figures
+            figures = answer_figures(graph, alg, first.values, verified.vertices)
+            differ = {name: (gap, figures[name]) for name, gap in gap_figures.items()
+                      if gap != figures[name]}
             gap_times, seraph_times = [], []
             for source in sources:
                 gap, ours = [], []
                 for _ in range(args.repeat):
                     gap.append(gap_call(Path(args.gap_dir), files, alg, source, threads,
-                                        args.tolerance)[0])
+                                        args.tolerance).time)
                     result = seraph.run(graph, alg, source, device="cpu", threads=threads,
                                         **options)
                     checks.call(graph, alg, source, result, None, **options)  # not timed
@@ -118,6 +170,10 @@ def cells_of(kind: str, args) -> list[dict]:
             if not gap_ok:
                 checked["ok"] = False
                 checked["problems"].append(f"{name} {alg}: GAP's own -v failed")
+            if differ:
+                checked["ok"] = False
+                checked["problems"].append(f"{name} {alg}: GAP's -a and Seraph's answer "
+                                           f"differ (GAP, Seraph): {differ}")
             cells.append({"graph": name, "vertices": graph.num_vertices,
                           "stored_edges": graph.num_edges, "algorithm": alg,
                           "threads": threads,
@@ -126,7 +182,9 @@ def cells_of(kind: str, args) -> list[dict]:
                           "seraph": seraph_times, "gap": gap_times,
                           "seraph_median": statistics.median(seraph_times),
                           "gap_median": statistics.median(gap_times),
-                          "gap_verified": bool(gap_ok), "checks": checked})
+                          "gap_verified": bool(gap_ok), "gap_figures": gap_figures,
+                          "seraph_figures": {k: figures[k] for k in gap_figures},
+                          "checks": checked})
     return cells
 
 
@@ -155,13 +213,25 @@ def plot_scaling(cells: list[dict], path: str) -> None:
     plt.close(fig)
 
 
+def agreement(cell: dict) -> str:
+    """What the answers column says of GAP's ``-a`` figures against Seraph's."""
+    gap, ours = cell.get("gap_figures") or {}, cell.get("seraph_figures") or {}
+    if not gap:
+        return ""
+    if gap == ours:
+        return "; GAP's -a agrees (" + ", ".join(f"{k} {v:,}" for k, v in gap.items()) + ")"
+    return "; GAP's -a **differs**: " + ", ".join(f"{k} {gap[k]:,} against {ours[k]:,}"
+                                                   for k in gap if gap[k] != ours[k])
+
+
 def report(cells: list[dict], info: dict, command: str) -> str:
     rows = [[c["graph"], c["algorithm"].upper(), str(c["threads"]),
              f"{benchlib.seconds(c['seraph_median'])} / {benchlib.seconds(max(c['seraph']))}",
              f"{benchlib.seconds(c['gap_median'])} / {benchlib.seconds(max(c['gap']))}",
              benchlib.ratio(c["seraph_median"], c["gap_median"]),
              benchlib.seconds(c["seraph_first_call"]),
-             c["checks"]["line"] + ("" if c["gap_verified"] else "; GAP's -v **FAILED**")]
+             c["checks"]["line"] + ("" if c["gap_verified"] else "; GAP's -v **FAILED**")
+             + agreement(c)]
             for c in cells]
     return "\n".join([
         "# CPU backend against the GAP benchmark suite", "", f"Command: `{command}`", "",
@@ -169,7 +239,8 @@ def report(cells: list[dict], info: dict, command: str) -> str:
         "Seconds: median / max over the sources of each system's fastest run per source, "
         "the two alternated source by source. *ratio*: Seraph's median over GAP's. "
         "*first call*: Seraph's first call, not in the median. *answers*: every Seraph "
-        "answer by its verifier, outside the timed call; GAP's first by its own `-v`.", "",
+        "answer by its verifier, outside the timed call; GAP's first by its own `-v`, and "
+        "what GAP's `-a` prints of it beside the same figures of Seraph's first answer.", "",
         benchlib.markdown_table(["graph", "alg", "threads", "Seraph", "GAP", "ratio",
                                  "first call", "answers"], rows,
                                 [False] * 2 + [True] * 5 + [False]), ""])

@@ -22,9 +22,40 @@ args = sys.argv[1:]
 name, threads = os.path.basename(sys.argv[0]), os.environ["OMP_NUM_THREADS"]
 with open({log!r}, "a") as log:
     log.write(" ".join([name, threads, *args]) + "\\n")
+# The stand-in converter copies the edge list: each undirected edge once, "u v w".
+edges = [tuple(map(int, line.split()[:2])) for line in open(args[args.index("-f") + 1])]
+n = 1 + max(max(e) for e in edges)
+print(f"Graph has {{n}} nodes and {{len(edges)}} undirected edges for degree: 1")
 print("Trial Time:          0.01250")
 if "-v" in args:
     print("Verification:           PASS")
+if "-a" in args:  # GAP's figures of its answer, from a plain union-find and BFS
+    off = int(os.environ.get("FAKE_GAP_OFF", "0"))
+    neighbours = [[] for _ in range(n)]
+    for u, v in edges:
+        neighbours[u].append(v)
+        neighbours[v].append(u)
+    parent = list(range(n))
+    def root(v):
+        while parent[v] != v:
+            v = parent[v]
+        return v
+    for u, v in edges:
+        parent[root(u)] = root(v)
+    if name == "cc":
+        sizes = {{}}
+        for v in range(n):
+            sizes[root(v)] = sizes.get(root(v), 0) + 1
+        print(f"1 biggest clusters\\n0:{{max(sizes.values())}}")
+        print(f"There are {{len(sizes) + off}} components")
+    elif name in ("bfs", "sssp"):
+        source = int(args[args.index("-r") + 1])
+        reached = [v for v in range(n) if root(v) == root(source)]
+        if name == "bfs":
+            out_edges = sum(len(neighbours[v]) for v in reached)
+            print(f"BFS Tree has {{len(reached) + off}} nodes and {{out_edges}} edges")
+        else:
+            print(f"SSSP Tree reaches {{len(reached) + off}} nodes")
 """
 FAKE_CONVERTER = """#!{python}
 import sys
@@ -98,6 +129,30 @@ def test_each_thread_count_runs_both_systems_and_the_scaling_is_drawn(tmp_path, 
     assert [line.split()[1] for line in log.read_text().splitlines()] == ["1"] * 3 + ["2"] * 3
     assert asked == [None, 1, 1, 2, 2]  # the first call (compiling), then each count's
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_gaps_figures_of_its_answer_are_set_beside_seraphs(tmp_path, monkeypatch, capsys):
+    """What GAP's -a prints of its first answer (BFS and SSSP: the vertices reached, BFS
+    their out-edges too; CC: the components and the largest one) is compared with the
+    same figures of Seraph's first answer, over GAP's vertices: equal, the answers column
+    says so; one off, the cell fails and the run exits 1."""
+    gap = fake_gap(tmp_path / "gap", tmp_path / "calls.log")
+    common = ["--gap-dir", str(gap), "--kinds", "rmat", "--scale", "6", "--algorithms",
+              "bfs", "cc", "sssp", "--sources", "2", "--repeat", "1", "--workdir",
+              str(tmp_path / "work"), "--md-out", ""]
+    out = tmp_path / "agree.json"
+    assert bench_gap.main([*common, "--json-out", str(out)]) == 0
+    cells = json.loads(out.read_text())["cells"]
+    assert [sorted(c["gap_figures"]) for c in cells] == [
+        ["reached", "reached out-edges"], ["components", "largest"], ["reached"]]
+    assert all(c["gap_figures"] == c["seraph_figures"] for c in cells)
+    assert "GAP's -a agrees (components" in capsys.readouterr().out
+    monkeypatch.setenv("FAKE_GAP_OFF", "1")
+    out = tmp_path / "differ.json"
+    assert bench_gap.main([*common, "--json-out", str(out)]) == 1
+    cells = json.loads(out.read_text())["cells"]
+    assert not any(c["checks"]["ok"] for c in cells)
+    assert "GAP's -a **differs**: reached" in capsys.readouterr().out
 
 
 def test_more_threads_than_the_pool_are_refused(tmp_path, capsys):
