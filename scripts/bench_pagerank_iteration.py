@@ -81,6 +81,11 @@ def measure(graph, label: str, args, bandwidth: float) -> dict:
     return cell
 
 
+def peak(nbytes: int | None) -> str:
+    """A device peak as the table shows it (none on the CPU)."""
+    return "—" if nbytes is None else benchlib.size(nbytes)
+
+
 def report(results: dict, info: dict, command: str) -> str:
     bw = results["bandwidth"]
     a, b = results["iterations"]
@@ -91,7 +96,8 @@ def report(results: dict, info: dict, command: str) -> str:
                      f"{ta['median']:.4f}", f"{tb['median']:.4f}",
                      f"{1e3 * c['iteration']:.2f}", f"{c['pass_measured']:.2f}",
                      f"{c['pass_link']:.2f}", f"{1e3 * c['whole_call']:.2f}",
-                     "ok" if not c["problems"] else "; ".join(c["problems"])])
+                     ("ok" if not c["problems"] else "; ".join(c["problems"]))
+                     + f"; peak {peak(tb['peak'])} of {benchlib.size(c['budget'])}"])
     return "\n".join([
         "# A PageRank iteration on a paged graph", "",
         f"Command: `{command}`", "", benchlib.machine_markdown(info), "",
@@ -103,7 +109,8 @@ def report(results: dict, info: dict, command: str) -> str:
         f"(T{b} - T{a}) / {b - a}, in ms; *pass-eq*: over the index bytes' copy time at the "
         f"measured bandwidth and at 55 GB/s; *call / {b}*: the whole call over its "
         f"iterations, in ms. *answers*: every call's ranks within {AGREE} in L1 of a "
-        f"float64 iteration of as many steps, and its device peak within the budget.", "",
+        f"float64 iteration of as many steps, and its device peak within the budget (the "
+        f"last call's peak beside it).", "",
         benchlib.markdown_table(
             ["graph", "stored edges", "index bytes", f"T{a}", f"T{b}", "iteration",
              "pass-eq (measured)", "pass-eq (55 GB/s)", f"call / {b}", "answers"], rows),
