@@ -385,3 +385,43 @@ def test_weak_state_counts_on_the_device(n):
                             counts=counts)
     np.testing.assert_array_equal(counts.get(),
                                   np.bincount(states & STATE_MASK, minlength=num_states))
+
+
+@pytest.mark.parametrize("vertex", [None, 7])
+@pytest.mark.parametrize("share", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [31, 100_003])
+def test_the_walk_step_on_the_device_is_the_whole_vector_one(vertex, share, n):
+    """The CUDA backend's walk step (kernels/gather.cu, a block's change each) against the
+    whole-vector steps over numpy (Backend.walk_step), with more vertices than the grid
+    has threads and with a block's partial last warp."""
+    from types import SimpleNamespace
+
+    import cupy as cp
+
+    from seraph.backends.base import Backend
+    from seraph.backends.cuda.backend import CudaBackend
+    from seraph.operators import SHARE
+    from seraph.spec import ACCUMULATOR, OPERAND, SCALE
+
+    rng = np.random.default_rng(n)
+    values = rng.random(n)
+    values /= values.sum()
+    scale = np.where(rng.random(n) < 0.1, 0.0, 1 / rng.integers(1, 20, n))
+    sums = rng.random(n)
+    sums *= 0.9 / sums.sum()  # what the shares carried: the rest is lost, and restarts
+    host = {"values": values.copy(), ACCUMULATOR: sums.copy(), SCALE: scale,
+            OPERAND: np.zeros(n, dtype=share)}
+    want = Backend.walk_step(SimpleNamespace(xp=np, vector=host.__getitem__), 0.85, 0.15,
+                             vertex)
+    device = {"values": cp.asarray(values), ACCUMULATOR: cp.asarray(sums),
+              SCALE: cp.asarray(scale), OPERAND: cp.zeros(n, dtype=share)}
+    be = SimpleNamespace(values=device["values"], vector=device.__getitem__,
+                         algorithm=SimpleNamespace(operator=operator(SHARE)),
+                         _blocks=lambda _threads, _most: 4, compute_stream=cp.cuda.Stream())
+    be._walk_totals_of = lambda x: CudaBackend._walk_totals_of(be, x)
+    got = CudaBackend.walk_step(be, 0.85, 0.15, vertex)
+    assert got == pytest.approx(want, rel=1e-12)
+    np.testing.assert_allclose(device["values"].get(), host["values"], rtol=1e-13)
+    np.testing.assert_allclose(device[OPERAND].get(), host[OPERAND],
+                               rtol=max(1e-13, np.finfo(share).eps))
+    assert not device[ACCUMULATOR].any()

@@ -94,8 +94,10 @@ def test_name_expressions_cover_each_kernel_and_template_argument():
     share = operators.operator(operators.SHARE)
     sums = ["gather_sum<float>", "gather_sum<double>"]
     assert interface.name_expressions("gather.cu", (share,)) == [
-        *sums, "recompute_window<Share>", "walk_totals<Share>", "split_sums_from_values<Share>"]
-    assert interface.name_expressions("gather.cu", ()) == sums
+        *sums, "recompute_window<Share>", "walk_step<float>", "walk_step<double>",
+        "walk_totals<Share>", "split_sums_from_values<Share>"]
+    assert interface.name_expressions("gather.cu", ()) == [*sums, "walk_step<float>",
+                                                           "walk_step<double>"]
     assert interface.value_type_of("recompute_window", share) == np.float64
     with pytest.raises(TypeError, match="built for"):
         interface.name_expression("pull_window", np.dtype(np.float32))

@@ -293,7 +293,8 @@ class Backend(ABC):
         ready for the next gather. Returns the change ``sum |values' - values|``.
 
         Written over :attr:`xp` in whole-vector steps, inside :meth:`vector_steps`; a
-        backend may fuse them (the CPU does, in one pass after the sums' total)."""
+        backend may fuse them (the CPU and CUDA backends do, in one pass after the sums'
+        total)."""
         xp = self.xp
         values, sums = self.vector("values"), self.vector(ACCUMULATOR)
         jump = restart + damping * (1.0 - float(sums.sum(dtype=np.float64)))

@@ -57,7 +57,7 @@ from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
 from seraph.predictors import OWES
-from seraph.spec import MIN, OPERAND, SCALE, Output
+from seraph.spec import ACCUMULATOR, MIN, OPERAND, SCALE, Output
 
 _THREADS = 256
 _STATUS = 8  # int64 words of a launch's status block (see CudaBackend._launch_buffers)
@@ -78,6 +78,9 @@ BOTTOM_UP_SHARE = 0.7
 #: synchronize would spin, then every POLL_S: a signal's handler runs meanwhile (see
 #: CudaBackend._finish), and a sleep after a short launch would delay every window step.
 SPIN_S = 0.05
+#: The blocks over which a walk's totals and steps add up their vertices' shares: fixed, so
+#: that every card rounds them alike and a partitioned run's workers stop together.
+WALK_BLOCKS = 1024
 POLL_S = 0.0005
 
 
@@ -695,15 +698,32 @@ class CudaBackend(HostPush):
                                   light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
         self._finish(self.compute_stream)
 
+    def walk_step(self, damping: float, restart: float, vertex: int | None) -> float:
+        """The sums' total, then kernels/gather.cu's step in one pass over the vertices, its
+        change a block added up here."""
+        n, sums, operand = len(self.values), self.vector(ACCUMULATOR), self.vector(OPERAND)
+        jump = restart + damping * (1.0 - self._walk_totals_of(sums)[0])
+        blocks = self._blocks(n, WALK_BLOCKS)
+        with self.compute_stream:
+            partial = cp.empty(blocks, dtype=cp.float64)
+            _kernel("walk_step", operand.dtype)(
+                blocks, values=self.values, sums=sums, scale=self.vector(SCALE),
+                operand=operand, damping=damping, jump=jump,
+                vertex=-1 if vertex is None else vertex, n=n, partial=partial)
+            return float(partial.get(stream=self.compute_stream).sum())
+
     def walk_totals(self) -> tuple[float, float]:
-        """kernels/gather.cu's pairs a block, added up here (a cupy ReductionKernel reduces
-        a whole vector to one value in a single block)."""
-        n = len(self.values)
-        blocks = self._blocks(n)
+        return self._walk_totals_of(self.values)
+
+    def _walk_totals_of(self, x: cp.ndarray) -> tuple[float, float]:
+        """``x``'s total and its total where ``scale`` is 0: kernels/gather.cu's pairs a
+        block, added up here (a cupy ReductionKernel reduces a whole vector to one value in
+        a single block)."""
+        blocks = self._blocks(len(x), WALK_BLOCKS)
         with self.compute_stream:
             partial = cp.empty(2 * blocks, dtype=cp.float64)
             _kernel("walk_totals", self.algorithm.operator)(
-                blocks, values=self.values, scale=self.vector(SCALE), n=n, partial=partial)
+                blocks, values=x, scale=self.vector(SCALE), n=len(x), partial=partial)
             pairs = partial.get(stream=self.compute_stream).reshape(blocks, 2)
         total, dangling = pairs.sum(axis=0)
         return float(total), float(dangling)

@@ -230,6 +230,53 @@ __global__ void split_sums_from_values(SPLIT_SUMS_FROM_VALUES_PARAMS) {
     }
 }
 
+// An iterating walk's step (seraph/backends/base.py, walk_step) once the sums' total gave
+// `jump`: the new values, the next operand (of V, the shares' type) and the sums back at 0,
+// in one pass; each block's share of the change `sum |values' - values|` goes to `partial`,
+// which the host adds up in block order.
+template <typename V>
+__global__ void walk_step(WALK_STEP_PARAMS) {
+    // Vertices a thread loads before it stores: the vectors may alias, as far as nvcc
+    // knows, so it would not start a vertex's loads before the last one's stores.
+    constexpr int UNROLL = 4;
+    __shared__ double warp_totals[32];
+    const double everywhere = vertex < 0 ? jump / (double)n : 0.0;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    double change = 0;
+    for (long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x; first < n;
+         first += UNROLL * stride) {
+        double sum[UNROLL], old[UNROLL], share[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const long long v = first + k * stride;
+            if (v < n) {
+                sum[k] = sums[v];
+                old[k] = values[v];
+                share[k] = scale[v];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const long long v = first + k * stride;
+            if (v < n) {
+                const double x = damping * sum[k] + (v == vertex ? jump : everywhere);
+                change += fabs(old[k] - x);
+                values[v] = x;
+                operand[v] = (V)(x * share[k]);
+                sums[v] = 0;
+            }
+        }
+    }
+    change = group_sum(change, 32, 0xffffffffu);
+    if ((threadIdx.x & 31) == 0) warp_totals[threadIdx.x >> 5] = change;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) total += warp_totals[w];
+        partial[blockIdx.x] = total;
+    }
+}
+
 // A recomputing walk's totals (seraph/backends/base.py, walk_totals), a pair a block in
 // `partial`: the values' total, and their total over the vertices whose scale is 0. The host
 // adds the pairs up in block order, so that the totals do not hang on the order in which

@@ -178,6 +178,13 @@ KERNELS = {
         "long long* block_epoch", "int block_shift", "long long epoch",
         "unsigned long long* counters", "unsigned long long* edges_read", "int light_lanes",
         "long long heavy_edges"), _SUMMING),
+    # An iterating walk's step from its sums (gather.cu): the vectors (the operand of the
+    # shares' type), the step's parameters (vertex -1: a uniform restart) and the change a
+    # block.
+    "walk_step": Kernel("gather.cu", (
+        "double* values", "double* sums", "const double* scale", "V* operand",
+        "double damping", "double jump", "long long vertex", "long long n",
+        "double* partial"), value_types=(np.dtype(np.float32), np.dtype(np.float64))),
     # Its totals between rounds, a pair a block (gather.cu).
     "walk_totals": Kernel("gather.cu", (
         "const V* values", "const V* scale", "long long n", "double* partial"), _SUMMING),
