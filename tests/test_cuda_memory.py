@@ -5,6 +5,7 @@ mark of cupy's pool, through which every device allocation goes). Runs only with
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -45,9 +46,17 @@ def quarter_budget(graph: seraph.Graph, weights: bool, lightest: bool) -> int:
     return layout.state_bytes + slots * layout.slot_bytes
 
 
+def held_by_others(graph: seraph.Graph) -> int:
+    """The device bytes other tests' live arrays hold, once ``graph``'s caches are freed."""
+    import cupy as cp
+
+    graph.release_device_memory()
+    gc.collect()  # unreachable arrays that a run's allocations would free mid-run
+    return cp.get_default_memory_pool().used_bytes()
+
+
 @pytest.mark.parametrize("kind", ["grid", "rmat", "uniform"])
 def test_every_algorithm_keeps_within_its_budget(kind):
-    import cupy as cp
 
     graph = graph_of(kind)
     assert graph.num_pages >= 8
@@ -67,8 +76,7 @@ def test_every_algorithm_keeps_within_its_budget(kind):
             graph, device="cuda", device_memory=b, components="propagation"), False, False),
     ]
     for name, call, weights, lightest in runs:
-        graph.release_device_memory()  # each run's peak is its own, caches included
-        held = cp.get_default_memory_pool().used_bytes()  # other tests' arrays
+        held = held_by_others(graph)  # each run's peak is its own, caches included
         budget = quarter_budget(graph, weights, lightest)
         for _ in range(2):  # the first run builds the graph's caches, the second reuses
             stats = call(budget).stats
@@ -82,7 +90,6 @@ def test_pagerank_keeps_within_its_budget(kind):
     """PageRank by power iteration and PageRank-delta, without a predictor and with the
     weak one (whose re-check and state counts take no temporary a vertex), under the
     vertex state their own layouts count plus a quarter of the pages."""
-    import cupy as cp
 
     from seraph.algorithms import pagerank
 
@@ -91,8 +98,7 @@ def test_pagerank_keeps_within_its_budget(kind):
         spec = pagerank.SPEC if method == "power" else pagerank.DELTA
         layout = Layout.for_run(graph, spec, predictor, None)
         budget = layout.state_bytes + max(2, graph.num_pages // 4) * layout.slot_bytes
-        graph.release_device_memory()
-        held = cp.get_default_memory_pool().used_bytes()
+        held = held_by_others(graph)
         for _ in range(2):
             # PageRank-delta takes many rounds on a grid: this test is about the budget.
             res = seraph.pagerank(graph, method=method, predictor=predictor, device="cuda",
@@ -142,12 +148,10 @@ def test_a_call_holds_its_budget_after_a_larger_one(kind):
     call's peak: SSSP with no limit keeps every page, the weights and its lightest in-edge
     bytes there; a BFS after it, resident or paged under a small budget, frees what it does
     not read before it starts, and holds no more than its budget."""
-    import cupy as cp
 
     graph = graph_of(kind)
     source = int(np.argmax(graph.out_degrees()))
-    graph.release_device_memory()
-    held = cp.get_default_memory_pool().used_bytes()  # other tests' arrays
+    held = held_by_others(graph)
     resident_bfs = Layout.plan(graph, False, None, weights=False)
     resident_bfs = resident_bfs.state_bytes + graph.num_pages * resident_bfs.slot_bytes
     for budget in (resident_bfs, quarter_budget(graph, False, False)):
