@@ -2,7 +2,7 @@
 index bytes (issue 33, item 5: at most 1.1).
 
     python scripts/bench_pagerank_iteration.py --device cuda [--graphs grid rmat uniform]
-        [--grid-side 4096] [--rmat-scale 26] [--uniform-scale 25] [--iterations 10 20]
+        [--grid-side 4096] [--rmat-scale 26] [--uniform-scale 25] [--iterations 10 50]
         [--repeat 3] [--budget-fraction 0.25] [--json-out FILE] [--md-out FILE]
 
 An iteration's cost is the slope of the public call's time over its iterations: the same
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid-side", type=int, default=4096)
     p.add_argument("--rmat-scale", type=int, default=26)
     p.add_argument("--uniform-scale", type=int, default=25)
-    p.add_argument("--iterations", nargs=2, type=int, default=[10, 20])
+    p.add_argument("--iterations", nargs=2, type=int, default=[10, 50])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--budget-fraction", type=float, default=0.25)
     benchlib.common_arguments(p, MD_DEFAULT)
