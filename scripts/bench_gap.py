@@ -2,7 +2,8 @@
 sources, the two alternated source by source so that both see the same load.
 
     python scripts/bench_gap.py --gap-dir DIR [--kinds rmat uniform] [--scale 20]
-        [--algorithms bfs cc sssp pagerank] [--tolerance 1e-4] [--sources 8] [--repeat 2]
+        [--algorithms bfs cc sssp pagerank] [--tolerance 1e-4]
+        [--pagerank-method power|delta|gauss-seidel] [--sources 8] [--repeat 2]
         [--threads 1 2 4 8 16] [--plot FILE] [--workdir DIR] [--json-out FILE]
         [--md-out FILE]
 
@@ -17,8 +18,9 @@ Sources: ``--sources`` random non-isolated vertices (seed 0); CC and PageRank, w
 none, run as many times. PageRank: both stop once an iteration's L1 change is below
 ``--tolerance`` (GAP's ``-t``; its default, 1e-4, is this one's), at most 100 iterations;
 GAP's ``pr`` is a float32 Gauss-Seidel pull that leaves dangling rank out, Seraph's a
-float64 power iteration with networkx's conventions, so their answers differ by more than
-the tolerance and each is checked on its own terms.
+float64 iteration with networkx's conventions (``--pagerank-method``: the power iteration
+by default, or Gauss-Seidel sweeps as GAP's), so their answers differ by more than the
+tolerance and each is checked on its own terms.
 
 Each source runs ``--repeat`` times, GAP then Seraph in turn, and each system's fastest
 is kept: GAP's "Trial Time" (one process a source, ``-n 1``, the graph loaded before the
@@ -143,7 +145,8 @@ def cells_of(kind: str, args) -> list[dict]:
     cells = []
     for alg in args.algorithms:
         sources = picked if get(alg).needs_source else [None] * args.sources
-        options = {"tolerance": args.tolerance} if alg == "pagerank" else {}
+        options = {"tolerance": args.tolerance, "method": args.pagerank_method} \
+            if alg == "pagerank" else {}
         first = seraph.run(graph, alg, sources[0], device="cpu", **options)
         for threads in args.threads or [numba.config.NUMBA_NUM_THREADS]:
             checks = benchlib.Checks()
@@ -176,6 +179,7 @@ def cells_of(kind: str, args) -> list[dict]:
                                            f"differ (GAP, Seraph): {differ}")
             cells.append({"graph": name, "vertices": graph.num_vertices,
                           "stored_edges": graph.num_edges, "algorithm": alg,
+                          "method": options.get("method"),
                           "threads": threads,
                           "sources": [int(s) for s in sources if s is not None],
                           "seraph_first_call": first.stats.call_time,
@@ -225,7 +229,8 @@ def agreement(cell: dict) -> str:
 
 
 def report(cells: list[dict], info: dict, command: str) -> str:
-    rows = [[c["graph"], c["algorithm"].upper(), str(c["threads"]),
+    rows = [[c["graph"], c["algorithm"].upper() + (f" ({c['method']})" if c.get("method")
+                                                   else ""), str(c["threads"]),
              f"{benchlib.seconds(c['seraph_median'])} / {benchlib.seconds(max(c['seraph']))}",
              f"{benchlib.seconds(c['gap_median'])} / {benchlib.seconds(max(c['gap']))}",
              benchlib.ratio(c["seraph_median"], c["gap_median"]),
@@ -251,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gap-dir", required=True, help="where GAP's bfs, cc, sssp and converter are")
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     p.add_argument("--algorithms", nargs="+", default=list(GAP), choices=list(GAP))
+    p.add_argument("--pagerank-method", default="power",
+                   choices=("power", "delta", "gauss-seidel"),
+                   help="Seraph's PageRank method (GAP's pr is Gauss-Seidel)")
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="PageRank's L1 change to stop at, both systems (GAP's default)")
     p.add_argument("--scale", type=int, default=20)

@@ -871,10 +871,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--personalization", type=int, default=None, metavar="V",
                    help="pagerank: personalised to vertex V (an input id), where every jump "
                         "goes (default: none, jumps are uniform)")
-    p.add_argument("--method", default=None, choices=("power", "delta"),
-                   help="pagerank: power iteration, or PageRank-delta, whose rounds attempt "
-                        "only vertices whose in-neighbours moved and take --predictor weak "
-                        "(default: power)")
+    p.add_argument("--method", default=None, choices=("power", "delta", "gauss-seidel"),
+                   help="pagerank: power iteration; PageRank-delta, whose rounds attempt "
+                        "only vertices whose in-neighbours moved and take --predictor weak; "
+                        "or Gauss-Seidel sweeps, as GAP's pr (default: power)")
     p.add_argument("--predecessors", action="store_true", help="also compute predecessors")
     p.add_argument("--output",
                    help="write the result to .npy, .npz or .parquet; with several sources "

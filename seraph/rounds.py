@@ -123,6 +123,7 @@ class DenseRounds:
         s.updates_succeeded += res.succeeded
         s.skipped_strong += res.skipped_strong
         s.skipped_weak += res.skipped_weak
+        run.moved += res.moved
         if res.skipped_weak:
             run.owes = run.skipped_ever = True
         if res.succeeded:

@@ -147,10 +147,11 @@ class EngineConfig:
                               "(workers=N runs CPU worker processes)")
 
     def resolved_predictor(self, algorithm: Algorithm) -> str:
-        if algorithm.combine == SUM and algorithm.recompute is None:
+        if algorithm.skips_none:
             if self.predictor not in ("auto", "none") or self.diagram is not None:
-                raise ConfigError(f"{algorithm.name} runs power iterations, which skip no "
-                                  f"vertex: drop predictor {self.predictor!r} and any diagram")
+                raise ConfigError(f"{algorithm.name} attempts every vertex each round, "
+                                  f"skipping none: drop predictor {self.predictor!r} and any "
+                                  "diagram")
             return "none"
         if algorithm.strong_rule is None and self.predictor in ("strong", "combined"):
             raise ConfigError(f"{algorithm.name} has no strong rule: use predictor weak, "
@@ -192,6 +193,7 @@ class Run:
         self.proven = -1
         self.forward = True
         self.rechecking = False  # the current round is the weak predictor's final re-check
+        self.moved = 0.0  # sum |change| of the recomputed sums written (SweepResult.moved)
         # Whether a vertex may owe an attempt (the weak predictor skipped one since the last
         # re-check or bottom-up round), and whether any ever did: a threshold found while
         # something owes proves nothing, and BFS's count of rounds never again (prove).

@@ -144,6 +144,13 @@ class Algorithm:
     plan: Callable[[object, Layout, EngineConfig], Plan | None] | None = \
         field(default=None, compare=False)
 
+    @property
+    def skips_none(self) -> bool:
+        """A summing program that attempts every vertex each round, so that no predictor
+        applies: one that iterates, or one that recomputes and writes every change (eps 0:
+        its bound counts on every vertex's sum being current)."""
+        return self.combine == SUM and (self.recompute is None or self.recompute.eps == 0)
+
     def __post_init__(self):
         if self.combine not in (MIN, SUM):
             raise ValueError(f"{self.name}: unknown combine {self.combine!r}")

@@ -56,9 +56,9 @@ from seraph.stats import RunStats, Trace
 #: an iteration, a few float64 units of the total rank, scaled up by the contraction's
 #: ``1 / (1 - damping)`` at most a million.
 ROUNDING_SLACK = 1e6 * 16 * float(np.finfo(np.float64).eps)
-#: How the ranks are computed: by power iteration, or by PageRank-delta's data-driven
-#: rounds (:class:`Delta`).
-METHODS = ("power", "delta")
+#: How the ranks are computed: by power iteration, by PageRank-delta's data-driven rounds
+#: (:class:`Delta`), or by Gauss-Seidel sweeps (:class:`GaussSeidel`).
+METHODS = ("power", "delta", "gauss-seidel")
 #: The most float32 shares' rounding moves a step's ranks in L1: each share is within
 #: 2^-24 of itself, and the shares times the out-degrees total at most the ranks' 1.
 SHARE_ROUNDING = 2.0 ** -24
@@ -193,22 +193,10 @@ class Delta(PageRankProgram):
         and writes every sum that moved at all, the weak predictor's sleeping vertices
         among them: the unwritten changes settle at once, and the threshold finds none to
         carry after."""
-        be, stats, n, d = run.be, run.stats, run.g.num_vertices, self.damping
-        t = be.vector("values")
-        if not n:  # nothing to rank
-            stats.converged, stats.change = True, 0.0
+        be, stats = run.be, run.stats
+        owed = self.begin(run)
+        if owed is None:
             return
-        with be.vector_steps():
-            self.start(be)
-            if self.personalization is None:
-                be.fill_where_in_edges("values", 1 / (n * (1 - d)))
-                be.split_sums_from_values()
-            else:
-                t.fill(0)
-            be.walk_operands(d, 1.0, self.personalization)
-        jump_dangling = dangling_share(run.g) if self.personalization is None else \
-            float(out_degrees(run.g)[self.personalization] == 0)
-        owed = d * (1 - jump_dangling)  # 1 - b(p), see rebalance
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
         writes, flat = None, 0  # the last round's writes; the rounds since they last fell
@@ -232,13 +220,85 @@ class Delta(PageRankProgram):
             if settle:
                 be.write_every_change = True
                 run.settle_next_round()
+        total = self.finish(run)
         stats.converged = done
+        stats.change = self.tolerance * (total - 1) / total if done else math.inf
+
+    def begin(self, run) -> float | None:
+        """The start (see :meth:`drive`) and ``owed``, ``1 - b(p)`` (see :meth:`rebalance`);
+        None where there is nothing to rank."""
+        be, n, d = run.be, run.g.num_vertices, self.damping
+        if not n:
+            run.stats.converged, run.stats.change = True, 0.0
+            return None
+        with be.vector_steps():
+            self.start(be)
+            if self.personalization is None:
+                be.fill_where_in_edges("values", 1 / (n * (1 - d)))
+                be.split_sums_from_values()
+            else:
+                be.vector("values").fill(0)
+            be.walk_operands(d, 1.0, self.personalization)
+        jump_dangling = dangling_share(run.g) if self.personalization is None else \
+            float(out_degrees(run.g)[self.personalization] == 0)
+        return d * (1 - jump_dangling)
+
+    def finish(self, run) -> float:
+        """The ranks ``y / sum(y)`` in place of the sums; returns ``sum(y)``, at least 1
+        since ``y >= p``."""
+        be, t, d = run.be, run.be.vector("values"), self.damping
         with be.vector_steps():
             be.xp.multiply(t, t.dtype.type(d), out=t)
             add_at_p(t, 1.0, self.personalization)
-            total = float(t.sum(dtype=np.float64))  # at least 1: y >= p
+            total = float(t.sum(dtype=np.float64))
             t /= t.dtype.type(total)
-        stats.change = self.tolerance * (total - 1) / total if stats.converged else math.inf
+        return total
+
+
+@dataclass(frozen=True)
+class GaussSeidel(Delta):
+    """PageRank by Gauss-Seidel sweeps, as GAP's ``pr``: PageRank-delta's sums of ``y = p +
+    damping * M y``, every vertex's recomputed each round in place, so that it reads what
+    the vertices before it wrote in the round, and every change written (no threshold, so
+    no predictor: :attr:`~seraph.spec.Algorithm.skips_none`). A round's sums then lag the
+    sums of what their in-neighbours hold only by what those wrote after being read, so
+    the residual ``r = p + damping * M y - y`` has ``|r| <= damping^2 * W`` in L1, ``W``
+    the round's written changes of the sums (``Run.moved``). A power step from the ranks
+    ``y / S`` moves them by ``(r - sum(r) p) / S``, and ``sum(r) = 1 - b(y)`` (see
+    :meth:`Delta.rebalance`) comes from the sums' totals: the run stops once
+
+        (damping^2 * W + |1 - b(y)|) / S <= damping * tolerance,
+
+    the power iteration's bound, which the verifier checks. Between rounds the sums are
+    scaled so that ``b(y) = 1``, as PageRank-delta's are."""
+
+    def plan(self, graph, layout, config: EngineConfig) -> Plan:
+        return Plan(replace(GAUSS_SEIDEL, recompute=Recompute(eps=0.0, factor=self.damping)),
+                    None, self.drive)
+
+    def drive(self, run) -> None:
+        be, stats, d = run.be, run.stats, self.damping
+        owed = self.begin(run)
+        if owed is None:
+            return
+        start = None if self.personalization is None else \
+            np.array([self.personalization], dtype=np.int64)
+        bound = math.inf
+        while stats.dense_rounds < self.max_iterations:
+            run.moved = 0.0
+            run.execute(start, stats.dense_rounds + 1)
+            with be.vector_steps():
+                total, dangling = be.walk_totals()
+                have = d * ((1 - d) * total + d * dangling)
+                bound = (d * d * run.moved + abs(owed - have)) / (1 + d * total)
+                if bound <= d * self.tolerance:
+                    break
+                be.walk_operands(d, owed / have if have > 0 else 1.0, self.personalization)
+            run.values_changed_outside()
+            start = None  # every operand moved: every page is active again
+        self.finish(run)
+        stats.converged = bound <= d * self.tolerance
+        stats.change = bound if stats.converged else math.inf
 
 
 def dangling_share(graph) -> float:
@@ -256,6 +316,9 @@ SPEC = Algorithm("pagerank", OPERATORS[SHARE], None, "none", needs_source=False,
 DELTA = replace(SPEC, default_predictor="weak", default_diagram="weak-delta",
                 weak_when_failing=True, vectors=Delta.vectors,
                 recompute=Recompute(eps=0.5e-6, factor=0.85), plan=Delta().plan)
+#: Gauss-Seidel's spec: PageRank-delta's with every change written, and so no predictor.
+GAUSS_SEIDEL = replace(DELTA, default_predictor="none", weak_when_failing=False,
+                       recompute=Recompute(eps=0.0, factor=0.85), plan=GaussSeidel().plan)
 
 
 @dataclass
@@ -297,8 +360,8 @@ def check_parameters(damping=0.85, tolerance=1e-6, max_iterations=100,
                           f"{max_iterations!r}")
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if method == "delta" and damping == 1:
-        raise ConfigError("method delta needs a damping below 1: its sums grow without "
+    if method != "power" and damping == 1:
+        raise ConfigError(f"method {method} needs a damping below 1: its sums grow without "
                           "bound at 1 (use method power)")
 
 
@@ -325,7 +388,8 @@ def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iteratio
     except InputError as e:
         raise InputError(f"personalization: {e}") from None
     config = config or make_config(**options)
-    kind, spec = (PowerIteration, SPEC) if method == "power" else (Delta, DELTA)
+    kind, spec = {"power": (PowerIteration, SPEC), "delta": (Delta, DELTA),
+                  "gauss-seidel": (GaussSeidel, GAUSS_SEIDEL)}[method]
     program = kind(float(damping), float(tolerance), int(max_iterations), s)
     spec = replace(spec, vectors=program.vectors, plan=program.plan)
     ranks, stats, trace = execute(g, spec, None, config)

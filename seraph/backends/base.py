@@ -32,6 +32,7 @@ class SweepResult:
     sweeps: int = 1  # passes over the window begun
     last_pass_pages: int = 0  # pages of the window the last pass swept, in the given order
     edges_read: int | None = None  # in-edges read, where the kernel counts them
+    moved: float = 0.0  # a recomputing sweep's sum of |change| over the sums it wrote
 
     def __add__(self, other: SweepResult) -> SweepResult:
         edges = None if self.edges_read is None else self.edges_read + other.edges_read
@@ -39,7 +40,7 @@ class SweepResult:
                            self.skipped_strong + other.skipped_strong,
                            self.skipped_weak + other.skipped_weak,
                            min(self.minimum, other.minimum), self.sweeps + other.sweeps,
-                           other.last_pass_pages, edges)
+                           other.last_pass_pages, edges, self.moved + other.moved)
 
 
 @dataclass

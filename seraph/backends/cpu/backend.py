@@ -161,14 +161,14 @@ class CpuBackend(HostPush):
         rule = self.algorithm.recompute
         self._touched = None
         if rule is not None:
-            counters = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
+            counters, moved = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
                 pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
                 g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
                 self.values, self.vectors[SCALE], self.page_sums, rule.factor, self.write_share,
                 predictor, table, self.states, self.block_epoch, self.layout.block_shift,
                 epoch, _chunks(), STOP)
             return SweepResult(*(int(c) for c in counters[:EDGES_READ]), self.algorithm.inf,
-                               edges_read=int(counters[EDGES_READ]))
+                               edges_read=int(counters[EDGES_READ]), moved=float(moved))
         counters, minimum = sweep_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
             g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,

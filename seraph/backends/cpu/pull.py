@@ -38,6 +38,15 @@ _LOOK_EVERY = 4096
 
 
 @njit(cache=True, inline="always")
+def mark_block(block_epoch, v, block_shift, epoch):
+    """Marks v's source block with ``epoch``, writing only where the mark differs: threads
+    on neighbouring vertex ranges share the marks' cache lines, and a store on every
+    success would bounce each line between their cores."""
+    if block_epoch[v >> block_shift] != epoch:
+        block_epoch[v >> block_shift] = epoch
+
+
+@njit(cache=True, inline="always")
 def offer(op, val, w):
     """What a weighted edge operator (:mod:`seraph.operators`) offers over an edge of weight
     operand ``w`` from a value ``val``: ``val + w`` for DISTANCE (and for HOP and LABEL
@@ -155,7 +164,7 @@ def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offs
         if best < old:
             values[v] = best
             changed[v] = 1
-            block_epoch[v >> block_shift] = epoch
+            mark_block(block_epoch, v, block_shift, epoch)
             succeeded += 1
             if best < best_written:
                 best_written = best

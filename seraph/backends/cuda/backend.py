@@ -582,6 +582,9 @@ class CudaBackend(HostPush):
         self._counters = io[0:4].view(cp.uint64)
         self._minimum = io[4:5].view(dtype)
         self._control = io[5:7].view(cp.int32)  # passes begun, pages in the last, stop
+        # A recomputing sweep's sum of |change| written, in a word its launch has no
+        # control in.
+        self._moved = io[5:6].view(cp.float64)
         self._edges_read = io[7:8].view(cp.uint64)
         self._window = tuple(_STATUS + i * (w + 1) for i in range(_WINDOW_ARRAYS))
         self._window_views = tuple(io[a:a + w + 1] for a in self._window)
@@ -667,12 +670,13 @@ class CudaBackend(HostPush):
                 eps=self.write_share, predictor=predictor, table=self._d_table,
                 num_states=self._d_table.shape[1], states=self.states,
                 block_epoch=self.block_epoch, block_shift=self.layout.block_shift, epoch=epoch,
-                counters=self._counters, edges_read=self._edges_read,
+                counters=self._counters, edges_read=self._edges_read, moved=self._moved,
                 light_lanes=self.light_lanes, heavy_edges=self.heavy_edges)
         status = self._read_status()
         counters = status[0:4].view(np.uint64)
         return SweepResult(*(int(c) for c in counters), self.algorithm.inf, 1, n,
-                           edges_read=int(status[7:8].view(np.uint64)[0]))
+                           edges_read=int(status[7:8].view(np.uint64)[0]),
+                           moved=float(status[5:6].view(np.float64)[0]))
 
     def split_sums_from_values(self) -> None:
         g, chunks = self.graph, len(self._hubs.chunks)

@@ -153,12 +153,15 @@ __global__ void gather_sum(GATHER_SUM_PARAMS) {
 // where other items of it may meet) and its operand by factor * scale[v] times it, and its
 // source block is marked with `epoch`. The weak predictor (its packed table, as pull.cu
 // reads it) skips only a vertex whose in-edges are all in one item. Counts go to counters
-// (pull.cu's columns) and edges_read, through the block's shared tallies.
+// (pull.cu's columns) and edges_read, and the sum of |change| over the sums written to
+// `moved`, through the block's shared tallies.
 template <typename Op>
 __global__ void recompute_window(RECOMPUTE_WINDOW_PARAMS) {
     using V = typename Op::V;
     __shared__ unsigned long long tally[NUM_COUNTERS + 1];  // counters, then edges read
+    __shared__ double written;
     if (threadIdx.x <= NUM_COUNTERS) tally[threadIdx.x] = 0;
+    if (threadIdx.x == 0) written = 0;
     __syncthreads();
     for_each_item(WINDOW_ITEMS, [&](const SumItem& it, int glane, int width, unsigned mask) {
         const long long v = it.v;
@@ -197,6 +200,7 @@ __global__ void recompute_window(RECOMPUTE_WINDOW_PARAMS) {
             }
             block_epoch[v >> block_shift] = epoch;
             atomicAdd(&tally[SUCCEEDED], 1ull);
+            atomicAdd(&written, (double)fabs(change));
         }
         if (predictor & PRED_WEAK) states[v] = table[(success ? 1 : 2) * num_states + state];
     });
@@ -205,6 +209,7 @@ __global__ void recompute_window(RECOMPUTE_WINDOW_PARAMS) {
         atomicAdd(&counters[threadIdx.x], tally[threadIdx.x]);
     if (threadIdx.x == NUM_COUNTERS && tally[threadIdx.x])
         atomicAdd(edges_read, tally[threadIdx.x]);
+    if (threadIdx.x == 0 && written != 0) atomicAdd(moved, written);
 }
 
 // A recomputing program's values are set (seraph/backends/base.py, split_sums_from_values):

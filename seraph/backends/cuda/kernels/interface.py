@@ -176,8 +176,8 @@ KERNELS = {
         "V* page_sums", "V* chunk_sums", "V factor", "V eps", "int predictor",
         "const unsigned char* table", "int num_states", "unsigned char* states",
         "long long* block_epoch", "int block_shift", "long long epoch",
-        "unsigned long long* counters", "unsigned long long* edges_read", "int light_lanes",
-        "long long heavy_edges"), _SUMMING),
+        "unsigned long long* counters", "unsigned long long* edges_read", "double* moved",
+        "int light_lanes", "long long heavy_edges"), _SUMMING),
     # An iterating walk's step from its sums (gather.cu): the vectors (the operand of the
     # shares' type), the step's parameters (vertex -1: a uniform restart) and the change a
     # block.
