@@ -21,12 +21,16 @@ Method ``delta`` (PageRank-delta, :class:`Delta`): the same ranks, as ``y / sum(
 ``y = p + d M y``, found by the relaxation engine's rounds, which attempt only the pages a
 change reaches, and there only the vertices the weak predictor does not put to sleep, with
 the sums' total balanced between rounds; its answer meets the power iteration's bound.
+Method ``gauss-seidel`` (:class:`GaussSeidel`): the same sums swept in place, every
+vertex each round, as GAP's ``pr``, stopped by a bound from what the round wrote.
 
 - L. Page, S. Brin, R. Motwani, T. Winograd. The PageRank citation ranking: bringing
   order to the web. Stanford InfoLab, 1999.
 - networkx's ``pagerank`` (its conventions); Subway's ``pr`` (personalised PageRank).
 - J. J. Whang, A. Lenharth, I. S. Dhillon, K. Pingali. Scalable data-driven PageRank:
   algorithms, system issues, and lessons learned. Euro-Par 2015 (data-driven PageRank).
+- S. Beamer, K. Asanovic, D. Patterson. The GAP benchmark suite. arXiv:1508.03619, 2015
+  (``pr``: Gauss-Seidel PageRank).
 
 See docs/design.md, "Summing programs" and "PageRank-delta".
 """
@@ -326,8 +330,9 @@ class PageRankResult:
     ranks: np.ndarray  #: float64 rank of each vertex, summing to 1
     iterations: int  #: the iterations run (PageRank-delta's: its dense rounds)
     #: Power iteration: the last iteration's L1 change (below the tolerance if converged).
-    #: PageRank-delta: the most one power step could move the ranks in L1, by the bound
-    #: its rounds met (below ``damping * tolerance``; inf if it did not converge).
+    #: PageRank-delta and Gauss-Seidel: the most one power step could move the ranks in L1,
+    #: by the bound its rounds met (below ``damping * tolerance``; inf if it did not
+    #: converge).
     delta: float
     stats: RunStats
     trace: Trace
@@ -373,13 +378,15 @@ def pagerank(graph, damping: float = 0.85, tolerance: float = 1e-6, max_iteratio
     stops once an iteration's L1 change is below ``tolerance``; ``"delta"``: PageRank-delta
     (:class:`Delta`), whose rounds attempt only the vertices whose in-neighbours moved, and
     whose answer meets the same bound (one power step moves it by at most ``damping *
-    tolerance`` in L1). Either stops after ``max_iterations`` iterations (dense rounds), and
-    then ``result.converged`` is False. ``personalization``: an input vertex id, where every
-    jump (and the dangling vertices' rank) goes, for personalised PageRank.
+    tolerance`` in L1); ``"gauss-seidel"``: sweeps in place, as GAP's ``pr``
+    (:class:`GaussSeidel`), to the same bound. Each stops after ``max_iterations``
+    iterations (dense rounds), and then ``result.converged`` is False. ``personalization``:
+    an input vertex id, where every jump (and the dangling vertices' rank) goes, for
+    personalised PageRank.
 
     Options are those of :class:`seraph.scheduler.EngineConfig` (device, device_memory,
-    ...); a power iteration skips no vertex, so it takes no predictor, and PageRank-delta
-    takes the weak one (or none), PageRank having no strong rule.
+    ...); the power iteration and Gauss-Seidel skip no vertex, so they take no predictor,
+    and PageRank-delta takes the weak one (or none), PageRank having no strong rule.
     """
     check_parameters(damping, tolerance, max_iterations, method=method)
     g = as_graph(graph)
@@ -453,8 +460,9 @@ def verify(graph, ranks: np.ndarray, source: int | None = None, predecessors=Non
     Why that bound: a step is a ``damping``-contraction in L1, so once an iteration's
     change is below ``tolerance`` the next step moves its ranks by less than ``damping *
     tolerance``; the ranks are rounded a few times a step (:data:`ROUNDING_SLACK`).
-    PageRank-delta's answer meets the same bound (:class:`Delta`), so ``method`` changes
-    nothing. ``personalization`` is a store vertex."""
+    PageRank-delta's and Gauss-Seidel's answers meet the same bound (:class:`Delta`,
+    :class:`GaussSeidel`), so ``method`` changes nothing. ``personalization`` is a store
+    vertex."""
     n = graph.num_vertices
     x = np.ascontiguousarray(ranks, dtype=np.float64)
     if len(x) != n:
