@@ -415,10 +415,13 @@ def start_long_run(chain, workers: int = 2) -> tuple[subprocess.Popen, queue.Que
 
 
 def rest_of(lines: queue.Queue) -> list[str]:
+    """What the run printed to its end, less its progress lines (a source-parallel run's
+    name their source first)."""
     rest = []
     while (line := lines.get(timeout=30)) is not None:
         rest.append(line)
-    return [line for line in rest if not re.match(r"rounds? |compiling", line)]
+    return [line for line in rest
+            if not re.match(r"(source \d+ \(\d+/\d+\): )?rounds? |compiling", line)]
 
 
 @pytest.mark.parametrize("rank", [0, 1])
@@ -509,15 +512,17 @@ def test_the_api_runs_over_workers_and_reads_the_result_back(monkeypatch):
     assert job_folders() == before
 
 
-@pytest.mark.parametrize("predictor", ["auto", "none", "weak"])
-def test_pagerank_delta_over_workers_is_refused_in_one_line(store, predictor):
-    """PageRank-delta's rounds sum, which the workers' exchange of minima cannot: refused
-    alike under any predictor (auto's weak predictor, one process's, is not the reason)."""
+@pytest.mark.parametrize(("method", "predictor"), [
+    ("delta", "auto"), ("delta", "none"), ("delta", "weak"), ("gauss-seidel", "auto")])
+def test_recomputing_pagerank_over_workers_is_refused_in_one_line(store, method, predictor):
+    """PageRank-delta's and Gauss-Seidel's rounds sum, which the workers' exchange of minima
+    cannot: refused alike under any predictor (auto's weak predictor, one process's, is not
+    the reason)."""
     graph = seraph.open_graph(store)
     says = ("runs on one worker only" if predictor == "weak"
             else "rounds do not run over several workers")
     with pytest.raises(ConfigError, match=says):
-        seraph.pagerank(graph, method="delta", device="cpu", workers=2, predictor=predictor)
+        seraph.pagerank(graph, method=method, device="cpu", workers=2, predictor=predictor)
 
 
 def test_a_worker_killed_during_an_api_call_raises(chain, monkeypatch):
