@@ -47,6 +47,8 @@ from typing import NamedTuple
 import benchlib
 import numpy as np
 
+from seraph.algorithms.pagerank import METHODS
+
 KINDS = ("rmat", "uniform")
 #: GAP's kernel, graph file and extra options per algorithm.
 GAP = {"bfs": ("bfs", "sg", []), "cc": ("cc", "sg", []), "sssp": ("sssp", "wsg", ["-d", "2"]),
@@ -257,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     p.add_argument("--algorithms", nargs="+", default=list(GAP), choices=list(GAP))
     p.add_argument("--pagerank-method", default="power",
-                   choices=("power", "delta", "gauss-seidel"),
+                   choices=METHODS,
                    help="Seraph's PageRank method (GAP's pr is Gauss-Seidel)")
     p.add_argument("--tolerance", type=float, default=1e-4,
                    help="PageRank's L1 change to stop at, both systems (GAP's default)")

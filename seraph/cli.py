@@ -18,6 +18,7 @@ from types import FrameType
 
 from seraph import __version__, progress
 from seraph.algorithms import ALGORITHMS
+from seraph.algorithms.pagerank import METHODS
 from seraph.errors import ConfigError, DeviceWarning, SeraphError
 from seraph.interrupts import called_from_compiled_code, send_again
 from seraph.units import format_size, parse_size
@@ -871,7 +872,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--personalization", type=int, default=None, metavar="V",
                    help="pagerank: personalised to vertex V (an input id), where every jump "
                         "goes (default: none, jumps are uniform)")
-    p.add_argument("--method", default=None, choices=("power", "delta", "gauss-seidel"),
+    p.add_argument("--method", default=None, choices=METHODS,
                    help="pagerank: power iteration; PageRank-delta, whose rounds attempt "
                         "only vertices whose in-neighbours moved and take --predictor weak; "
                         "or Gauss-Seidel sweeps, as GAP's pr (default: power)")

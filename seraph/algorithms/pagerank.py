@@ -287,7 +287,7 @@ class GaussSeidel(Delta):
             return
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
-        bound = math.inf
+        bound, target = math.inf, d * self.tolerance
         while stats.dense_rounds < self.max_iterations:
             run.moved = 0.0
             run.execute(start, stats.dense_rounds + 1)
@@ -295,13 +295,13 @@ class GaussSeidel(Delta):
                 total, dangling = be.walk_totals()
                 have = d * ((1 - d) * total + d * dangling)
                 bound = (d * d * run.moved + abs(owed - have)) / (1 + d * total)
-                if bound <= d * self.tolerance:
+                if bound <= target:
                     break
                 be.walk_operands(d, owed / have if have > 0 else 1.0, self.personalization)
             run.values_changed_outside()
             start = None  # every operand moved: every page is active again
         self.finish(run)
-        stats.converged = bound <= d * self.tolerance
+        stats.converged = bound <= target
         stats.change = bound if stats.converged else math.inf
 
 
