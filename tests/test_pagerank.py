@@ -529,18 +529,21 @@ def test_delta_writes_every_change_where_a_wave_would_carry_the_unwritten_ones(d
     """On a large grid, vertices crossing the write threshold carry their neighbours'
     unwritten changes along, a row a round: without the round that writes every change
     (Delta.drive), this grid took 534 rounds to the power iteration's 24, and about 100
-    under the weak predictor."""
+    under the weak predictor. A GPU's sweep is one parallel relaxation, whose reads race
+    its writes: there the tail after the settling round varies from call to call (62-103
+    rounds under the weak predictor on an H100), so its bound is wider."""
     chunks = list(generators.grid(512, 512, seed=1).chunks())
     graph = Graph.from_edges(np.concatenate([c.src for c in chunks]),
                              np.concatenate([c.dst for c in chunks]), num_vertices=512 * 512,
                              symmetrize=True, page_edges=16384)
     power = seraph.pagerank(graph, device=device)
+    bound = 4 if device == "cpu" else 8
     for predictor in ("none", "weak"):  # the weak predictor's sleepers hold changes too
         res = seraph.pagerank(graph, method="delta", predictor=predictor, max_iterations=1000,
                               device=device)
         assert res.converged and pagerank.verify(graph, res.ranks) is None
-        assert res.iterations <= 4 * power.iterations, (predictor, res.iterations,
-                                                        power.iterations)
+        assert res.iterations <= bound * power.iterations, (predictor, res.iterations,
+                                                            power.iterations)
 
 
 def test_delta_stops_after_max_iterations(device):
