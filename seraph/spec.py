@@ -64,13 +64,22 @@ class Recompute:
     are: re-sweeping a page, or reading an operand before or after another thread changes
     it, never counts an edge twice, so windows, reentries, page activity and the weak
     predictor's skips apply as they do to a min. The attempt succeeds, and the vertex's
-    operand follows its sum (``operand[v] += factor * scale[v] * change``), when the sum
-    moved by more than ``eps`` times the sum it replaces; otherwise nothing is written, and
-    the change left unwritten, at most that share of the sum, is the vertex's residual.
-    Sums are float64 and operands at least 0, so the sums' total bounds the residuals'."""
+    operand follows its sum, when the sum moved by more than ``eps`` times the sum it
+    replaces; otherwise nothing is written, and the change left unwritten, at most that
+    share of the sum, is the vertex's residual. Sums are float64 and operands at least 0,
+    so the sums' total bounds the residuals'.
+
+    The operand is ``(factor * value[v] + jump[v]) * scale[v]``, ``jump[v]`` being
+    ``spread``, plus 1 at ``vertex`` (-1: none). A backend that sets it so from the sum
+    rounds it once a write, and keeps it in ``operand_type``; one that adds ``factor *
+    scale[v] * change`` to it (a GPU's, where a vertex's pieces meet in atomics) rounds it
+    anew with each change, and keeps it in float64."""
 
     eps: float
     factor: float
+    spread: float = 0.0
+    vertex: int = -1
+    operand_type: np.dtype = np.dtype(np.float64)
 
 
 @dataclass(frozen=True)

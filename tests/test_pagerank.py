@@ -22,6 +22,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy.sparse.linalg import spsolve
 
 import seraph
 from partitioner import generators
@@ -311,38 +312,53 @@ def test_the_gather_sums_each_in_edge_once_in_any_order_of_pages_and_slots(paral
 
 
 def _recompute(graph, slots, offsets, pages, operand, values, page_sums, predictor, table,
-               states, parallel):
-    """One recompute_pages sweep over ``pages`` (ascending), the operands left alone
-    (factor 0) and every change written (eps 0); returns its counters and the sum of
-    |change| it wrote."""
+               states, parallel, rule=(None, 0.0, 0.0, -1)):
+    """One recompute_pages sweep over ``pages`` (ascending), every change written (eps 0),
+    under ``rule = (scale, factor, spread, vertex)`` (no scale: ones); returns its counters
+    and the sum of |change| it wrote."""
+    scale, factor, spread, vertex = rule
     block_epoch = np.zeros(graph.num_vertices, dtype=np.int64)
     return gather.recompute_pages.twin(parallel)(
         pages, offsets[pages], graph.page_edges, graph.num_edges, graph.page_first_vertex,
         graph.page_last_vertex, graph.csc()[0], slots, operand, values,
-        np.ones(graph.num_vertices), page_sums, 0.0, 0.0, predictor, table, states,
-        block_epoch, 0, 1, 3, np.zeros(1, np.int64))
+        np.ones(graph.num_vertices) if scale is None else scale, page_sums, factor, spread, vertex,
+        0.0, predictor, table, states, block_epoch, 0, 1, 3, np.zeros(1, np.int64))
 
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_a_recomputing_sweep_sets_each_sum_and_each_pieces_partial_sum(parallel):
     """recompute_pages over every page, some summed as spans: each vertex's sum is
-    scipy's, each split vertex's partial sums are its pages' shares of it, and the sweep
-    counts a piece a page and every in-edge once, and the changes it wrote."""
+    scipy's, each split vertex's partial sums are its pages' shares of it, each operand is
+    set from its sum by the rule (jump included), and the sweep counts a piece a page and
+    every in-edge once, and the changes it wrote.
+
+    The operands start at the rule's fixed point, so that what a sweep writes leaves them
+    there whatever the order: ``operand = (factor * A operand + jump) * scale``, A summing
+    the in-edges, with scale 0 at a split vertex (whose sum moves a piece at a time)."""
     graph, slots, offsets, rng = _recompute_graph()
     indptr, indices, _ = graph.csc()
     n, pe = graph.num_vertices, graph.page_edges
-    operand = rng.random(n)
+    cut = indptr[:-1] // pe != (indptr[1:] - 1) // pe
+    with_edges = np.diff(indptr) > 0
+    scale = np.where(cut & with_edges, 0.0, rng.random(n) / (1 + graph.out_degrees()))
+    factor, spread, vertex = 0.6, 0.3, 7
+    jump = np.full(n, spread)
+    jump[vertex] += 1
+    a = sp.csc_array((np.ones(graph.num_edges), indices, indptr), shape=(n, n)).T  # sums
+    operand = spsolve(sp.identity(n, format="csc") - factor * (sp.diags(scale) @ a),
+                      jump * scale)
     values = rng.random(n)
     page_sums = np.zeros(2 * graph.num_pages)
     gather.split_sums_from_values(indptr, graph.page_last_vertex, pe, graph.num_edges, values,
                                   page_sums)
     pages = np.arange(graph.num_pages, dtype=np.int64)
-    values_before, sums_before = values.copy(), page_sums.copy()
+    values_before, sums_before, fixed = values.copy(), page_sums.copy(), operand.copy()
     counters, moved = _recompute(graph, slots, offsets, pages, operand, values, page_sums, 0,
-                                 np.zeros((4, 1), np.uint8), np.zeros(0, np.uint8), parallel)
-    want = sp.csc_array((operand[indices], indices, indptr), shape=(n, n)).sum(axis=0)
-    with_edges = np.diff(indptr) > 0
+                                 np.zeros((4, 1), np.uint8), np.zeros(0, np.uint8), parallel,
+                                 (scale, factor, spread, vertex))
+    want = a @ fixed
     np.testing.assert_allclose(values[with_edges], want[with_edges], rtol=1e-12)
+    np.testing.assert_allclose(operand[with_edges], fixed[with_edges], rtol=1e-12)
     pieces = 0
     for p in range(graph.num_pages):
         first, last = graph.page_first_vertex[p], graph.page_last_vertex[p]
@@ -357,8 +373,7 @@ def test_a_recomputing_sweep_sets_each_sum_and_each_pieces_partial_sum(parallel)
     assert pieces > int(with_edges.sum())  # some vertex is split
     attempted, succeeded, _strong, weak, edges = counters
     assert (attempted, weak, edges) == (pieces, 0, graph.num_edges)
-    split = indptr[:-1] // pe != (indptr[1:] - 1) // pe
-    whole = with_edges & ~split
+    whole = with_edges & ~cut
     assert moved == pytest.approx(np.abs(values - values_before)[whole].sum()
                                   + np.abs(page_sums - sums_before).sum(), rel=1e-12)
 

@@ -150,8 +150,17 @@ class Delta(PageRankProgram):
     vectors = (OPERAND, _FLOAT64), (SCALE, _FLOAT64)
 
     def plan(self, graph, layout, config: EngineConfig) -> Plan:
-        rule = Recompute(eps=self.tolerance / 2, factor=self.damping)
-        return Plan(replace(DELTA, recompute=rule), None, self.drive)
+        return Plan(replace(DELTA, recompute=self.rule(graph, self.tolerance / 2)), None,
+                    self.drive)
+
+    def rule(self, graph, eps: float, operand_type=_FLOAT64) -> Recompute:
+        """The sums' rule (:class:`~seraph.spec.Recompute`): u's operand is ``(damping * t[u]
+        + p[u]) / outdeg[u]``, ``p`` the jump."""
+        uniform = self.personalization is None
+        return Recompute(eps=eps, factor=self.damping,
+                         spread=1 / graph.num_vertices if uniform and graph.num_vertices else 0.0,
+                         vertex=-1 if uniform else self.personalization,
+                         operand_type=operand_type)
 
     def rebalance(self, be, owed: float) -> bool:
         """Scales the sums so that the ranks' total balances, where that moves them by more
@@ -273,11 +282,23 @@ class GaussSeidel(Delta):
 
         (damping^2 * W + |1 - b(y)|) / S <= damping * tolerance,
 
-    the power iteration's bound, which the verifier checks. Between rounds the sums are
-    scaled so that ``b(y) = 1``, as PageRank-delta's are."""
+    the power iteration's bound, which the verifier checks. Where the operands are float32
+    (:attr:`operand_type`), each read is within :data:`SHARE_ROUNDING` of its exact value,
+    whose total over the edges is at most ``S + damping * W``: ``|r|`` gains ``damping *
+    SHARE_ROUNDING`` times that. Between rounds the sums are scaled so that ``b(y) = 1``,
+    as PageRank-delta's are."""
+
+    @property
+    def operand_type(self) -> np.dtype:
+        """float32 where the tolerance leaves room for its rounding, which halves the bytes
+        the sums read at random; else float64. An operand set from its sum is rounded once,
+        so the bound gains about ``SHARE_ROUNDING``, which this keeps under a sixteenth of
+        the tolerance. (A backend that adds changes to its operands keeps them in float64:
+        :class:`~seraph.spec.Recompute`.)"""
+        return np.dtype(np.float32 if self.tolerance >= 16 * SHARE_ROUNDING else np.float64)
 
     def plan(self, graph, layout, config: EngineConfig) -> Plan:
-        return Plan(replace(GAUSS_SEIDEL, recompute=Recompute(eps=0.0, factor=self.damping)),
+        return Plan(replace(GAUSS_SEIDEL, recompute=self.rule(graph, 0.0, self.operand_type)),
                     None, self.drive)
 
     def drive(self, run) -> None:
@@ -288,13 +309,16 @@ class GaussSeidel(Delta):
         start = None if self.personalization is None else \
             np.array([self.personalization], dtype=np.int64)
         bound, target = math.inf, d * self.tolerance
+        rounding = SHARE_ROUNDING if be.vector(OPERAND).dtype == np.float32 else 0.0
         while stats.dense_rounds < self.max_iterations:
             run.moved = 0.0
             run.execute(start, stats.dense_rounds + 1)
             with be.vector_steps():
                 total, dangling = be.walk_totals()
                 have = d * ((1 - d) * total + d * dangling)
-                bound = (d * d * run.moved + abs(owed - have)) / (1 + d * total)
+                s = 1 + d * total
+                lag = d * run.moved
+                bound = (d * lag + abs(owed - have) + rounding * d * (s + lag)) / s
                 if bound <= target:
                     break
                 be.walk_operands(d, owed / have if have > 0 else 1.0, self.personalization)

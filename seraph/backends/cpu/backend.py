@@ -88,7 +88,10 @@ class CpuBackend(HostPush):
         # (output_values), on this thread.
         self._touched: list[np.ndarray] | None = None
         self._touched_count = 0
-        self.vectors = {name: np.zeros(n, dtype=dtype) for name, dtype in algorithm.vectors}
+        types = dict(algorithm.vectors)
+        if algorithm.recompute is not None:  # its sweeps set each operand from its sum
+            types[OPERAND] = algorithm.recompute.operand_type
+        self.vectors = {name: np.zeros(n, dtype=t) for name, t in types.items()}
         # A recomputing program's partial sums of the vertices split across pages.
         self.page_sums = np.zeros(2 * graph.num_pages) if algorithm.recompute else _NO_SUMS
         self.changed = _NO_FLAGS  # made by the first round that flags (_flags)
@@ -164,9 +167,9 @@ class CpuBackend(HostPush):
             counters, moved = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
                 pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
                 g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
-                self.values, self.vectors[SCALE], self.page_sums, rule.factor, self.write_share,
-                predictor, table, self.states, self.block_epoch, self.layout.block_shift,
-                epoch, _chunks(), STOP)
+                self.values, self.vectors[SCALE], self.page_sums, rule.factor, rule.spread,
+                rule.vertex, self.write_share, predictor, table, self.states, self.block_epoch,
+                self.layout.block_shift, epoch, _chunks(), STOP)
             return SweepResult(*(int(c) for c in counters[:EDGES_READ]), self.algorithm.inf,
                                edges_read=int(counters[EDGES_READ]), moved=float(moved))
         counters, minimum = sweep_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(

@@ -197,10 +197,18 @@ def walk_operands(values, operand, scale, damping, factor, vertex):
         operand[v] = y * scale[v]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _operand(value, factor, spread, vertex, scale, v):
+    """A recomputing program's operand of v from its sum (:class:`seraph.spec.Recompute`),
+    rounded once to the operand's type."""
+    jump = spread + 1.0 if v == vertex else spread
+    return (factor * value + jump) * scale[v]
+
+
 @njit(cache=True, nogil=True)
 def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, operand,
-                     values, scale, page_sums, factor, eps, predictor, table, states,
-                     block_epoch, block_shift, epoch, counters, moved, chunk):
+                     values, scale, page_sums, factor, spread, vertex, eps, predictor, table,
+                     states, block_epoch, block_shift, epoch, counters, moved, chunk):
     """Recomputes destinations v0..v1-1 of one span of pages (span edge ``base``, a page's
     first, sits at ``offset`` in ``indices``); counters go to row ``chunk``, once, and the
     sum of |change| over the sums written to ``moved[chunk]``.
@@ -237,7 +245,7 @@ def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, 
             success = abs(change) > eps * values[v]
             if success:
                 values[v] = total
-                operand[v] += factor * scale[v] * change
+                operand[v] = _operand(total, factor, spread, vertex, scale, v)
                 mark_block(block_epoch, v, block_shift, epoch)
                 succeeded += 1
                 written += abs(change)
@@ -258,7 +266,7 @@ def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, 
             if abs(change) > eps * page_sums[at]:
                 page_sums[at] = total
                 values[v] += change
-                operand[v] += factor * scale[v] * change
+                operand[v] = _operand(values[v], factor, spread, vertex, scale, v)
                 mark_block(block_epoch, v, block_shift, epoch)
                 succeeded += 1
                 written += abs(change)
@@ -277,8 +285,8 @@ def _recompute_range(v0, v1, base, length, page_edges, indptr, indices, offset, 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _recompute_chunks(cuts, workers, base, length, page_edges, indptr, indices, offset,
-                      operand, values, scale, page_sums, factor, eps, predictor, table, states,
-                      block_epoch, block_shift, epoch, counters, moved):
+                      operand, values, scale, page_sums, factor, spread, vertex, eps, predictor,
+                      table, states, block_epoch, block_shift, epoch, counters, moved):
     """Recomputes one span's destinations as the vertex ranges between ``cuts``, which
     ``workers`` tasks take in order, each the next one not yet taken.
 
@@ -295,21 +303,23 @@ def _recompute_chunks(cuts, workers, base, length, page_edges, indptr, indices, 
                 break
             # An int64 row (see pull.py's _pull_chunks).
             _recompute_range(cuts[c], cuts[c + 1], base, length, page_edges, indptr, indices,
-                             offset, operand, values, scale, page_sums, factor, eps, predictor,
-                             table, states, block_epoch, block_shift, epoch, counters,
-                             moved, np.int64(w))
+                             offset, operand, values, scale, page_sums, factor, spread, vertex,
+                             eps, predictor, table, states, block_epoch, block_shift, epoch,
+                             counters, moved, np.int64(w))
 
 
 @kernel(cache=True, nogil=True)
 def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
-                    indices, operand, values, scale, page_sums, factor, eps, predictor, table,
-                    states, block_epoch, block_shift, epoch, num_chunks, halt):
+                    indices, operand, values, scale, page_sums, factor, spread, vertex, eps,
+                    predictor, table, states, block_epoch, block_shift, epoch, num_chunks,
+                    halt):
     """One sweep of a recomputing program (:class:`seraph.spec.Recompute`) over ``pages``:
     each vertex the weak predictor does not skip sets its sum (``values``, or a page's
     partial sum of a vertex split across pages: ``page_sums[2 p]`` for page p's first vertex
     and ``page_sums[2 p + 1]`` for its last) to the sum of ``operand`` over the page's
-    in-edges, when it moved by more than ``eps`` times the sum it replaces; the operand
-    then follows and the vertex's block is marked with ``epoch``.
+    in-edges, when it moved by more than ``eps`` times the sum it replaces; the operand is
+    then set from the vertex's sum (``factor``, ``spread`` and ``vertex`` as the rule's:
+    :class:`seraph.spec.Recompute`), and the vertex's block is marked with ``epoch``.
 
     Pages that follow one another both in the graph and in ``indices`` go as one span, as
     :func:`gather_pages`' do, its vertices in ranges of :data:`RANGE_WORK`, which
@@ -331,15 +341,15 @@ def recompute_pages(pages, offsets, page_edges, num_edges, first_vertex, last_ve
                                                     first_vertex, last_vertex, k)
         if not PARALLEL or length < SERIAL_EDGES:
             _recompute_range(v_first, v_end, base, length, page_edges, indptr, indices,
-                             offsets[k], operand, values, scale, page_sums, factor, eps,
-                             predictor, table, states, block_epoch, block_shift, epoch,
-                             counters, moved, np.int64(0))
+                             offsets[k], operand, values, scale, page_sums, factor, spread,
+                             vertex, eps, predictor, table, states, block_epoch, block_shift,
+                             epoch, counters, moved, np.int64(0))
         else:
             work = length + VERTEX_COST * (v_end - v_first)
             ranges = min(v_end - v_first, max(num_chunks, work // RANGE_WORK))
             _recompute_chunks(_cuts(indptr, v_first, v_end, ranges), num_chunks, base, length,
                               page_edges, indptr, indices, offsets[k], operand, values, scale,
-                              page_sums, factor, eps, predictor, table, states,
+                              page_sums, factor, spread, vertex, eps, predictor, table, states,
                               block_epoch, block_shift, epoch, counters, moved)
         k = j
     return counters.sum(axis=0), moved.sum()
