@@ -369,16 +369,19 @@ def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
 @settings(max_examples=100, deadline=None)
 @given(graphs(), st.data())
 def test_a_bounded_frontier_count_decides_as_the_exact_one(g, data):
-    """_frontier_edges may return a bound instead of the count: never below it, and on the
-    same side of the threshold, so every decision and every room reserved holds."""
+    """_frontier_edges may return a bound instead of the count, or stop counting at the
+    cap: never below the count unless at the cap, and on the same side of the threshold
+    and of the cap, so every decision and every room reserved holds."""
     n, src, dst, _ = g
     indptr = csr(n, src, dst)[0]
     frontier = np.array(data.draw(st.lists(st.integers(0, n - 1))), dtype=np.int64)
     threshold = data.draw(st.integers(1, 4 * len(src) + 1))
+    cap = data.draw(st.integers(threshold, 4 * len(src) + 2))
     exact = int(np.diff(indptr)[frontier].sum())
-    edges = _frontier_edges(indptr, frontier, max_out_degree(indptr), threshold)
-    assert edges >= exact
+    edges = _frontier_edges(indptr, frontier, max_out_degree(indptr), threshold, cap)
+    assert edges >= min(exact, cap)
     assert (edges < threshold) == (exact < threshold)
+    assert (edges >= cap) == (exact >= cap)
 
 
 @pytest.mark.parametrize("n", [0, 1, 1000, 300_000])

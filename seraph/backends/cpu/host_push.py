@@ -45,10 +45,8 @@ class HostPush(Backend):
                          max_degree=graph_max_out_degree(graph), sample=sample)
         if len(res.changed):
             self.apply_host_changes(res.changed, epoch)
-        # Read after apply_host_changes: host_values is the backend's own buffer.
-        minimum = values[res.frontier].min() if len(res.frontier) else alg.inf
         return PushOutcome(res.frontier, res.rounds, res.edges_pushed, len(res.changed),
-                           minimum)
+                           res.minimum)
 
     def close(self) -> None:
         super().close()

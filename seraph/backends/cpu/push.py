@@ -39,7 +39,13 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.caches import max_out_degree, operand_dtype
-from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_store, atomic_xchg
+from seraph.backends.cpu.atomics import (
+    atomic_add,
+    atomic_load,
+    atomic_min,
+    atomic_store,
+    atomic_xchg,
+)
 from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import offer
 from seraph.errors import ConfigError
@@ -75,6 +81,8 @@ _BOUNDS_AHEAD = 16
 _ROW_AHEAD = 8
 #: The ring holds at most 2^_MAX_RING_BITS consecutive bins; farther ones wait in a pile.
 _MAX_RING_BITS = 12
+#: Claims a piece of a one-level round keeps before moving them to the shared list.
+_CLAIM_BUFFER = 1024
 
 
 @dataclass
@@ -82,20 +90,22 @@ class PushResult:
     """What :func:`push_until` did.
 
     Attributes:
-        frontier: vertices whose out-edges still need pushing (sorted int64); empty when
-            converged. After a hand-back this is every vertex still waiting, so nothing is
-            lost.
+        frontier: vertices whose out-edges still need pushing (int64, in no particular
+            order); empty when converged. After a hand-back this is every vertex still
+            waiting, so nothing is lost.
         rounds: push rounds run (for delta-stepping: bins drained, each parallel round of a
             bin counting once).
         edges_pushed: out-edges relaxed over all rounds.
         changed: unique int64 ids of every vertex whose value was lowered, in no
             particular order.
+        minimum: the smallest value of the frontier's vertices (infinity when empty).
     """
 
     frontier: np.ndarray
     rounds: int
     edges_pushed: int
     changed: np.ndarray
+    minimum: object
 
     @property
     def converged(self) -> bool:
@@ -223,13 +233,16 @@ def _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
     """Push rounds until the frontier is empty or has ``max_frontier_edges`` out-edges
     (``in_next``: zero flags, zero again on return)."""
     loop = _rounds_loop.over(max_frontier_edges, len(indices))
-    frontier, ordered, rounds, edges, changed, unique = loop(
-        indptr, indices, edge_weights, stride, op, values, infinity(op), frontier,
-        in_next, round_pieces(), max_frontier_edges, max_degree, STOP, LIVE)
-    if not ordered:  # claims come in claim order, the hand-back is sorted (here: numpy's
-        frontier = np.sort(frontier)  # sort, where numba's would be compiled)
+    inf = infinity(op)
+    frontier, rounds, edges, changed, unique = loop(
+        indptr, indices, edge_weights, stride, op, values, inf, frontier, in_next,
+        round_pieces(), max_frontier_edges, max_degree, STOP, LIVE)
+    # Unique: the frontier is one level, every vertex of it at one value.
+    minimum = values[frontier[0]] if unique and len(frontier) else \
+        _smallest(values, frontier, values.dtype.type(inf))
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
-                      changed=changed if unique else _sorted_union([changed], len(values)))
+                      changed=changed if unique else _sorted_union([changed], len(values)),
+                      minimum=minimum)
 
 
 @kernel(cache=True, nogil=True)
@@ -237,8 +250,8 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
                  max_pieces, max_frontier_edges, max_degree, halt, live):
     """The loop of :func:`_rounds` in compiled code: a high-diameter graph (a grid, a road
     network) runs thousands of tiny rounds, where a Python loop would cost more than the
-    pushing. Returns (frontier, whether it is sorted, rounds, edges pushed, every frontier
-    concatenated, whether that concatenation is free of repeats).
+    pushing. Returns (frontier, rounds, edges pushed, every frontier concatenated, whether
+    that concatenation is free of repeats).
 
     Rounds below ``_PARALLEL_EDGES`` edges, and every round of its serial twin
     (:mod:`seraph.kernels`), run on this thread (:func:`_push_alone_round`) and claim
@@ -248,9 +261,11 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
     A frontier of one value pushed over one weight for every edge (BFS's levels) offers
     every head the same candidate: a round lowers a vertex at most once, and no later round
     lowers it again (its candidates are no smaller). Such rounds need no claim flags, the
-    next frontier has one value again, and the concatenation has no repeats to remove.
+    next frontier has one value again, and the concatenation has no repeats to remove; in
+    parallel too they claim straight into it (:func:`_push_level_round`).
 
-    A small frontier's out-edges are bounded, not counted (:func:`_frontier_edges`).
+    A small frontier's out-edges are bounded, and a large one's counted only until they
+    reach ``max_frontier_edges`` (:func:`_frontier_edges`).
 
     After each round it publishes the rounds, the frontier and the edges so far in
     ``live`` (:data:`seraph.progress.LIVE`), and it stops once ``halt[0]`` is set
@@ -259,11 +274,11 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
     # grown from a small size, it would be reallocated and copied log2(n) times in a BFS.
     changed = np.empty(max(16, 2 * len(frontier), len(values)), dtype=np.int64)
     count = rounds = edges = np.int64(0)  # a literal 0 would compile its callees once more
-    ordered = False
     one_level = stride == 0 and _one_value(values, frontier)
     # Every decision on a frontier's out-edges compares them with one of these.
     threshold = min(_PARALLEL_EDGES, max_frontier_edges)
-    frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold)
+    frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold,
+                                     max_frontier_edges)
     while len(frontier):
         if not PARALLEL or frontier_edges < _PARALLEL_EDGES:
             if count + frontier_edges > len(changed):  # room for a claim per edge
@@ -272,10 +287,16 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
                 indptr, indices, weights, stride, op, values, inf, frontier, in_next, changed,
                 count, not one_level)
             frontier = changed[count:count + claimed]
-            frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold)
-            ordered = False
+            frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold,
+                                             max_frontier_edges)
+        elif one_level:
+            claimed, pushed = _push_level_round(indptr, indices, weights[0], values, inf,
+                                                frontier, changed, count, max_pieces)
+            frontier = changed[count:count + claimed]
+            frontier_edges = _frontier_edges(indptr, frontier, max_degree, threshold,
+                                             max_frontier_edges)
         else:
-            frontier, pushed, frontier_edges, ordered = _push_round(
+            frontier, pushed, frontier_edges, _ = _push_round(
                 indptr, indices, weights, stride, op, values, inf, frontier, in_next,
                 max_pieces)
             if count + len(frontier) > len(changed):
@@ -287,7 +308,7 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
         _publish(live, rounds, len(frontier), edges)
         if frontier_edges >= max_frontier_edges or atomic_load(halt, 0):
             break
-    return frontier, ordered, rounds, edges, changed[:count], one_level
+    return frontier, rounds, edges, changed[:count], one_level
 
 
 @njit(inline="always", cache=True)
@@ -309,22 +330,27 @@ def _one_value(values, vertices):
 
 
 @njit(cache=True)
-def _frontier_edges(indptr, frontier, max_degree, threshold):
+def _frontier_edges(indptr, frontier, max_degree, threshold, cap):
     """The frontier's out-edges, or, when its size times the largest out-degree is below
     ``threshold``, that bound: a decision that compares them with ``threshold`` (or a
     larger number) takes the same branch either way, and the room reserved for a round's
     claims (one per edge) only needs a bound. Counting reads every new vertex's row bounds,
     the first touch of each, where the next round's prefetched reads take those misses
-    anyway, so a road network's BFS, whose frontiers are small, would pay them twice."""
+    anyway, so a road network's BFS, whose frontiers are small, would pay them twice.
+    The count stops once it reaches ``cap``, the hand-back's limit: past it the rounds end,
+    and a frontier that large holds more vertices than it takes to get there."""
     bound = len(frontier) * max_degree
-    return bound if bound < threshold else _out_edges(indptr, frontier)
+    return bound if bound < threshold else _out_edges(indptr, frontier, cap)
 
 
 @njit(cache=True)
-def _out_edges(indptr, vertices):
+def _out_edges(indptr, vertices, cap):
+    """The out-edges of ``vertices``, counted until they reach ``cap``."""
     total = 0
     for u in vertices:
         total += indptr[u + 1] - indptr[u]
+        if total >= cap:
+            break
     return total
 
 
@@ -412,7 +438,7 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     again = frontier[values[frontier] < start]
     changed = _sorted_union([lowered, again], len(values)) if len(again) else lowered
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
-                      changed=changed)
+                      changed=changed, minimum=_smallest(values, nxt, values.dtype.type(np.inf)))
 
 
 def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
@@ -428,6 +454,16 @@ def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
     keep = np.ones(len(ids), dtype=bool)
     keep[1:] = ids[1:] != ids[:-1]
     return ids[keep]
+
+
+@njit(cache=True)
+def _smallest(values, vertices, inf):
+    """The smallest of ``values[vertices]``, ``inf`` for none, without numpy's gathered
+    copy (a hand-back's frontier can hold most of the vertices)."""
+    smallest = inf
+    for v in vertices:
+        smallest = min(smallest, values[v])
+    return smallest
 
 
 @njit(cache=True)
@@ -629,6 +665,55 @@ def _push_piece(indptr, indices, weights, stride, op, values, inf, frontier, end
         pos = stop
         i += 1
     return claimed, pushed, out_edges
+
+
+@njit(cache=True)
+def _push_level_round(indptr, indices, weight, values, inf, frontier, out, start, max_pieces):
+    """One parallel round from a frontier of one value (see _rounds_loop), pushing
+    ``weight`` over every out-edge: the thread whose atomic min lowers a head claims it,
+    into ``out`` from ``start`` on, in no order. Returns (vertices claimed, edges pushed).
+
+    As GAP's top-down step: a piece keeps its claims in a small buffer of its own and
+    moves them to ``out`` a buffer at a time, at a place it takes from a shared cursor, so
+    no claim is copied twice and nothing of the frontier's size is allocated."""
+    val = values[frontier[0]]
+    if val == inf:  # an unreached frontier pushes nothing (int32 INF + 1 would wrap)
+        return 0, 0
+    ends = edge_ends(indptr, frontier)
+    total = ends[-1]
+    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
+    cursor = np.zeros(1, dtype=np.int64)
+    _level_pieces(indptr, indices, val + weight, values, frontier, ends, out, start, cursor,
+                  pieces)
+    return cursor[0], total
+
+
+@njit(parallel=True, cache=True)
+def _level_pieces(indptr, indices, cand, values, frontier, ends, out, start, cursor, pieces):
+    """The pieces of :func:`_push_level_round`: piece p pushes round edges
+    [_piece_end(p - 1), _piece_end(p))."""
+    total = ends[-1]
+    for p in prange(pieces):
+        buffer = np.empty(_CLAIM_BUFFER, dtype=np.int64)
+        k = 0
+        pos, hi = _piece_end(total, pieces, p - 1), _piece_end(total, pieces, p)
+        i = np.searchsorted(ends, pos, side="right")  # the frontier vertex owning edge pos
+        while pos < hi:
+            u = frontier[i]
+            stop = min(ends[i], hi)
+            first = indptr[u] + pos - (ends[i] - (indptr[u + 1] - indptr[u]))
+            for e in range(first, first + stop - pos):
+                v = indices[e]
+                # The plain read filters the common failing case without a locked write.
+                if cand < atomic_load(values, v) and cand < atomic_min(values, v, cand):
+                    buffer[k] = v
+                    k += 1
+                    if k == _CLAIM_BUFFER:
+                        _copy(out[start + atomic_add(cursor, 0, k):], buffer, k)
+                        k = 0
+            pos = stop
+            i += 1
+        _copy(out[start + atomic_add(cursor, 0, k):], buffer, k)
 
 
 # --------------------------------------------------------------------------------------
