@@ -21,6 +21,7 @@ import threading
 import types
 from collections.abc import Callable
 
+import numpy as np
 from numba import njit, prange
 
 #: Within a twin: True in ``.parallel``, False in ``.serial`` (a compile-time constant).
@@ -109,6 +110,17 @@ class Kernel:
             # exception): so do their plain loops in the serial twin.
             options.setdefault("error_model", "numpy")
         return njit(parallel=parallel and self._parallel, **options)(twin)
+
+
+@njit(cache=True, inline="always")
+def zeros(n, dtype):
+    """``np.zeros(n, dtype)`` for a kernel's few counters, cleared on the calling thread:
+    in a parallel kernel numba makes np.zeros a parallel region of its own, which wakes the
+    pool (on a busy machine, a wait for a descheduled thread) to clear a few words."""
+    a = np.empty(n, dtype=dtype)
+    for i in range(n):
+        a[i] = 0
+    return a
 
 
 def kernel(parallel: bool = False, **options) -> Callable[[Callable], Kernel]:

@@ -13,7 +13,7 @@ from numba import njit, prange
 
 from seraph.backends.caches import graph_cached
 from seraph.backends.layout import Layout
-from seraph.kernels import kernel
+from seraph.kernels import kernel, zeros
 
 
 @kernel(cache=True, parallel=True)
@@ -145,8 +145,8 @@ def _count_flagged(flags, outdeg, limit, chunks):
     """Per chunk of vertices: the flagged ones and their out-edges (:func:`_count_chunk`),
     every chunk stopping once all chunks' edges so far reach ``limit``."""
     n = len(flags)
-    counts = np.zeros(chunks, dtype=np.int64)
-    edges = np.zeros(chunks, dtype=np.int64)
+    counts = zeros(chunks, np.int64)
+    edges = zeros(chunks, np.int64)
     for c in prange(chunks):
         _count_chunk(flags, outdeg, limit, n * c // chunks, n * (c + 1) // chunks, c,
                      counts, edges)

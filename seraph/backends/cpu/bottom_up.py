@@ -22,7 +22,7 @@ from seraph.backends.cpu.atomics import atomic_load
 from seraph.backends.cpu.pull import pull_floor, relax
 from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
 from seraph.interrupts import STOP
-from seraph.kernels import kernel
+from seraph.kernels import kernel, zeros
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
 
@@ -86,8 +86,8 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
     other chunks' counts are read while they grow, so the sum is a lower bound.) It stops
     there too once ``halt[0]`` is set (:mod:`seraph.interrupts`)."""
     n = len(values)
-    counts = np.zeros(chunks, dtype=np.int64)
-    edges = np.zeros(chunks, dtype=np.int64)
+    counts = zeros(chunks, np.int64)
+    edges = zeros(chunks, np.int64)
     for c in prange(chunks):
         # Counted in locals, published between blocks of _LOOK_EVERY vertices, so no
         # vertex pays for testing whether a look is due (a modulo).
@@ -119,7 +119,7 @@ def _total(a):
 @kernel(cache=True, parallel=True, nogil=True)
 def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
     n, chunks = len(values), len(counts)
-    starts = np.zeros(chunks + 1, dtype=np.int64)
+    starts = zeros(chunks + 1, np.int64)
     for c in range(chunks):  # np.cumsum into a slice compiles a shape check's message
         starts[c + 1] = starts[c] + counts[c]
     out = np.empty(starts[-1], dtype=np.int64)

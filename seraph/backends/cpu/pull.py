@@ -103,7 +103,7 @@ def offering_floor(values, floor):
     """A bit per vertex, set where its value plus one is at most ``floor`` (BFS: it offers
     an open vertex the lowest level that vertex can get). Values only go down during a
     run, so a bit stays true for later sweeps with the same floor."""
-    bits = np.zeros((len(values) + 7) >> 3, dtype=np.uint8)
+    bits = np.empty((len(values) + 7) >> 3, dtype=np.uint8)  # each word written once
     for w in prange(len(bits)):
         word = 0
         for v in range(8 * w, min(8 * w + 8, len(values))):

@@ -50,7 +50,7 @@ from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import offer
 from seraph.errors import ConfigError
 from seraph.interrupts import STOP
-from seraph.kernels import PARALLEL, kernel
+from seraph.kernels import PARALLEL, kernel, zeros
 from seraph.operators import HOP, OPERATORS, infinity, value_dtype
 from seraph.progress import LIVE
 
@@ -487,7 +487,7 @@ def ids_between(a, lo, hi):
     count per chunk, then each chunk writes its ids at its offset)."""
     n = len(a)
     chunks = max(1, min(n // _SCAN_CHUNK, _MAX_SCAN_CHUNKS))
-    starts = np.zeros(chunks + 1, dtype=np.int64)
+    starts = zeros(chunks + 1, np.int64)
     for c in prange(chunks):
         k = 0
         for v in range(n * c // chunks, n * (c + 1) // chunks):
