@@ -20,7 +20,7 @@ from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_load
 from seraph.backends.cpu.pull import pull_floor, relax
-from seraph.backends.cpu.push import GRAIN_EDGES, edge_ends, round_pieces
+from seraph.backends.cpu.push import GRAIN_EDGES, copy, edge_ends, round_pieces
 from seraph.interrupts import STOP
 from seraph.kernels import kernel, zeros
 from seraph.lightest import NO_BOUND, LightestIn, proven
@@ -40,13 +40,14 @@ def unsettled(values: np.ndarray, indptr: np.ndarray, threshold, limit: int,
     chunks = max(1, -(-len(values) // _SCAN_CHUNK))
     threshold = values.dtype.type(threshold)
     m = int(indptr[-1])
-    counts, edges = _count_unsettled.over(len(values), m)(values, indptr, threshold,
-                                                           *lightest, limit, chunks, STOP)
+    # Chunk c lists its vertices from its first vertex's place on: only their pages of
+    # this array are ever touched.
+    listed = np.empty(len(values), dtype=np.int64)
+    counts, edges = _list_unsettled.over(len(values), m)(values, indptr, threshold, *lightest,
+                                                          limit, chunks, listed, STOP)
     if edges.sum() >= limit:
         return None
-    if not counts.any():  # the round after the last level's: no pass to list nothing
-        return np.zeros(0, dtype=np.int64)
-    return _list_unsettled.over(len(values), m)(values, indptr, threshold, *lightest, counts)
+    return _gathered(listed, counts)
 
 
 def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
@@ -78,13 +79,14 @@ def pull_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
 
 
 @kernel(cache=True, parallel=True, nogil=True)
-def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks,
-                     halt):
-    """Per chunk of vertices: how many are unsettled and their in-edges. Every
-    ``_LOOK_EVERY`` vertices a chunk adds up all chunks' edges so far and stops once they
-    reach ``limit``: the caller then only needs to know that the total is that high. (The
-    other chunks' counts are read while they grow, so the sum is a lower bound.) It stops
-    there too once ``halt[0]`` is set (:mod:`seraph.interrupts`)."""
+def _list_unsettled(values, indptr, threshold, light_codes, light_unit, limit, chunks, listed,
+                    halt):
+    """Per chunk of vertices: the unsettled ones, listed in ``listed`` from the chunk's
+    first vertex on, how many and their in-edges, in one pass. Every ``_LOOK_EVERY``
+    vertices a chunk adds up all chunks' edges so far and stops once they reach ``limit``:
+    the caller then only needs to know that the total is that high. (The other chunks'
+    counts are read while they grow, so the sum is a lower bound.) It stops there too once
+    ``halt[0]`` is set (:mod:`seraph.interrupts`)."""
     n = len(values)
     counts = zeros(chunks, np.int64)
     edges = zeros(chunks, np.int64)
@@ -99,10 +101,13 @@ def _count_unsettled(values, indptr, threshold, light_codes, light_unit, limit, 
                 break
             for v in range(look, min(look + _LOOK_EVERY, hi)):
                 # The value first: most vertices are settled, and their indptr stays unread.
-                if not proven(values[v], threshold, light_codes, light_unit, v) and \
-                        indptr[v + 1] > indptr[v]:
-                    count += 1
-                    edge_count += indptr[v + 1] - indptr[v]
+                if not proven(values[v], threshold, light_codes, light_unit, v):
+                    # Written at the chunk's next place and kept where it has in-edges,
+                    # without a branch: isolated vertices lie in no pattern.
+                    degree = indptr[v + 1] - indptr[v]
+                    listed[lo + count] = v
+                    count += degree > 0
+                    edge_count += degree
         counts[c], edges[c] = count, edge_count
     return counts, edges
 
@@ -116,22 +121,16 @@ def _total(a):
     return total
 
 
-@kernel(cache=True, parallel=True, nogil=True)
-def _list_unsettled(values, indptr, threshold, light_codes, light_unit, counts):
-    n, chunks = len(values), len(counts)
-    starts = zeros(chunks + 1, np.int64)
-    for c in range(chunks):  # np.cumsum into a slice compiles a shape check's message
-        starts[c + 1] = starts[c] + counts[c]
-    out = np.empty(starts[-1], dtype=np.int64)
-    for c in prange(chunks):
-        k, end = starts[c], starts[c + 1]
-        for v in range(n * c // chunks, n * (c + 1) // chunks):
-            if k < end:  # as ids_between: every vertex written, the unsettled ones kept
-                out[k] = v
-            # & where ``and`` would branch: settled and isolated vertices lie in no
-            # pattern, and the mispredicted branch costs the pass several times over.
-            k += (not proven(values[v], threshold, light_codes, light_unit, v)) & \
-                (indptr[v + 1] > indptr[v])
+@njit(cache=True)
+def _gathered(listed, counts):
+    """The lists of :func:`_list_unsettled`'s chunks, one after another."""
+    n, chunks = len(listed), len(counts)
+    out = np.empty(_total(counts), dtype=np.int64)
+    k = 0
+    for c in range(chunks):
+        lo = n * c // chunks
+        copy(out[k:], listed[lo:], counts[c])
+        k += counts[c]
     return out
 
 

@@ -358,12 +358,12 @@ def _out_edges(indptr, vertices, cap):
 def _grown(a, used, need):
     """``a`` with room for ``need`` items, its first ``used`` kept."""
     grown = np.empty(max(2 * len(a), need), dtype=a.dtype)
-    _copy(grown, a, used)
+    copy(grown, a, used)
     return grown
 
 
 @njit(inline="always", cache=True)
-def _copy(dst, src, count):
+def copy(dst, src, count):
     """``dst[:count] = src[:count]``, as a loop: the slice copy's shape check compiles an
     error message (numba's string formatting), a large share of a small kernel's compile."""
     for i in range(count):
@@ -709,11 +709,11 @@ def _level_pieces(indptr, indices, cand, values, frontier, ends, out, start, cur
                     buffer[k] = v
                     k += 1
                     if k == _CLAIM_BUFFER:
-                        _copy(out[start + atomic_add(cursor, 0, k):], buffer, k)
+                        copy(out[start + atomic_add(cursor, 0, k):], buffer, k)
                         k = 0
             pos = stop
             i += 1
-        _copy(out[start + atomic_add(cursor, 0, k):], buffer, k)
+        copy(out[start + atomic_add(cursor, 0, k):], buffer, k)
 
 
 # --------------------------------------------------------------------------------------
@@ -872,7 +872,7 @@ def _room(stacks, lst, need):
     stack = stacks[lst]
     if need > len(stack):
         grown = np.empty(max(need, 2 * len(stack)), dtype=np.int64)
-        _copy(grown, stack, len(stack))
+        copy(grown, stack, len(stack))
         stacks[lst] = stack = grown
     return stack
 
