@@ -182,6 +182,15 @@ def walk_totals(values, scale):
     return totals.sum(), dangling.sum()
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _operand(value, factor, spread, vertex, scale, v):
+    """v's operand from its sum, ``(factor * value + jump) * scale[v]`` with the jump
+    ``spread`` plus 1 at ``vertex`` (:class:`seraph.spec.Recompute`), rounded once to the
+    operand's type."""
+    jump = spread + 1.0 if v == vertex else spread
+    return (factor * value + jump) * scale[v]
+
+
 @kernel(cache=True, parallel=True)
 def walk_operands(values, operand, scale, damping, factor, vertex):
     """:meth:`seraph.backends.base.Backend.walk_operands` on the values in one pass
@@ -191,18 +200,7 @@ def walk_operands(values, operand, scale, damping, factor, vertex):
     for v in prange(n):
         t = values[v] * factor
         values[v] = t
-        y = damping * t + spread
-        if v == vertex:
-            y += 1.0
-        operand[v] = y * scale[v]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _operand(value, factor, spread, vertex, scale, v):
-    """A recomputing program's operand of v from its sum (:class:`seraph.spec.Recompute`),
-    rounded once to the operand's type."""
-    jump = spread + 1.0 if v == vertex else spread
-    return (factor * value + jump) * scale[v]
+        operand[v] = _operand(t, damping, spread, vertex, scale, v)
 
 
 @njit(cache=True, nogil=True)
