@@ -89,7 +89,7 @@ def state_of(predictor: str, alg: str, device: str) -> str:
     from seraph.backends import backend_class
 
     if (predictor == "auto" and run_as(alg)[1].weak_after is not None
-            and backend_class(device).weak_pays):
+            and backend_class(device).weak_pays(run_as(alg)[1])):
         return "combined"
     return predictor
 

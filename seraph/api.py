@@ -228,14 +228,14 @@ def predictor_and_layout(graph: Graph, algorithm: Algorithm, config: EngineConfi
     """
     predictor = config.resolved_predictor(algorithm)
     if (config.predictor == "auto" and config.diagram is None and predictor == "strong"
-            and algorithm.weak_after is not None and backend_cls.weak_pays):
+            and algorithm.weak_after is not None and backend_cls.weak_pays(algorithm)):
         try:
             return ("combined", algorithm.weak_after,
                     Layout.for_run(graph, algorithm, "combined", budget))
         except DeviceError:
             pass  # no room for the weak state: the strong rule alone
     if config.predictor == "auto" and config.diagram is None and predictor == "weak":
-        if not backend_cls.weak_pays:
+        if not backend_cls.weak_pays(algorithm):
             return "none", None, Layout.for_run(graph, algorithm, "none", budget)
         try:
             return predictor, None, Layout.for_run(graph, algorithm, predictor, budget)

@@ -18,10 +18,20 @@ from seraph import progress
 from seraph.backends.activity import edges_below, page_summary, pages_active
 from seraph.backends.caches import out_degrees
 from seraph.compiling import compile_seconds
-from seraph.predictors import NONE
+from seraph.predictors import NONE, WEAK
 
 if TYPE_CHECKING:
     from seraph.scheduler import Run
+
+
+#: A paged round reads a page in place where its attempting rows cost less than this share
+#: of the page's copy (DenseRounds.in_place): a read in place crosses the link in small
+#: requests, which move fewer bytes a second than a copy's.
+IN_PLACE_SHARE = 0.5
+#: What a row read in place costs beside its indices: its requests round up to whole
+#: lines, half of one wasted on average.
+ROW_BYTES = 64
+INDEX_BYTES = 4  #: an in-edge's source, int32
 
 
 class PageActivity:
@@ -89,21 +99,44 @@ class DenseRounds:
         if run.layout.resident:
             self.sweep(np.zeros(len(order), dtype=np.int64), order)
         else:
-            run.schedule.run_round(run, order)
+            in_place = self.in_place(order)
+            if in_place.any():
+                run.stats.pages_in_place += int(in_place.sum())
+                self.sweep(None, order[in_place])
+            run.schedule.run_round(run, order[~in_place])
         return self._round_min, self._round_succeeded
 
-    def sweep(self, slots: np.ndarray, pages: np.ndarray, max_sweeps: int = 1,
+    def predictor(self) -> int:
+        """What the next sweep skips with: the run's predictor, or none in the weak
+        predictor's re-check and where the schedule allows none."""
+        run = self.run
+        return NONE if run.rechecking or not run.schedule.allows_predictor else run.predictor
+
+    def in_place(self, pages: np.ndarray) -> np.ndarray:
+        """Which of a paged round's ``pages`` its sweep reads where they lie in host memory
+        rather than copied (docs/design.md, "Pages read in place"): under the weak predictor,
+        those whose attempting vertices' rows cost less read in place than
+        :data:`IN_PLACE_SHARE` of the page's copy, a row costing its indices' bytes and
+        :data:`ROW_BYTES` more. Only indices are read in place: a layout with weights
+        copies every page."""
+        run = self.run
+        if run.layout.weights or not self.predictor() & WEAK or not len(pages):
+            return np.zeros(len(pages), dtype=np.bool_)
+        edges, rows = run.be.awake_in_pages(pages)
+        cost = INDEX_BYTES * edges + ROW_BYTES * rows
+        return cost < IN_PLACE_SHARE * INDEX_BYTES * self._edges_of(pages)
+
+    def sweep(self, slots: np.ndarray | None, pages: np.ndarray, max_sweeps: int = 1,
               incoming: int | None = None, mandatory: int | None = None) -> np.ndarray:
-        """Sweeps pages (already resident in ``slots``) up to ``max_sweeps`` times, stopping
-        early as :meth:`Backend.sweep_until` says; returns the pages it swept."""
+        """Sweeps pages (already resident in ``slots``, or with ``slots`` None read in
+        place) up to ``max_sweeps`` times, stopping early as :meth:`Backend.sweep_until`
+        says; returns the pages it swept."""
         if not len(pages):
             return pages
         run = self.run
         run.epoch += 1
         start, compiled = time.perf_counter(), compile_seconds()
-        predictor = NONE if run.rechecking or not run.schedule.allows_predictor else \
-            run.predictor
-        res = run.be.sweep_until(slots, pages, predictor, run.proven, run.epoch,
+        res = run.be.sweep_until(slots, pages, self.predictor(), run.proven, run.epoch,
                                  max_sweeps, incoming,
                                  len(pages) if mandatory is None else mandatory)
         end = time.perf_counter()

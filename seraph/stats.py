@@ -36,6 +36,7 @@ class RunStats:
     # pages and bytes
     pages_transferred: int = 0
     pages_skipped: int = 0
+    pages_in_place: int = 0  # page sweeps that read the page in host memory, not copied
     bytes_h2d: int = 0
     bytes_d2h: int = 0
     transfer_time: float = 0.0

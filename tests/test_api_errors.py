@@ -80,11 +80,11 @@ def test_a_budget_below_the_minimum_states_the_minimum(directed, predictor, weak
     # values 4, changed flag 1, weak state 1, the CSC and (directed) CSR indptr, 8 (n + 1)
     # each, then one epoch per block (a block per vertex below 4096 vertices); the push
     # phase's two int32 lists and int64 offsets, for every vertex of a graph this small
-    # (+ 1 offset); the device's scratch and per-page words; plus two 4-byte-per-edge page
-    # slots
+    # (+ 1 offset); the device's scratch and per-page words, and the weak predictor's
+    # three a page; plus two 4-byte-per-edge page slots
     frontier, pages = n, directed.num_pages
     minimum = n * (4 + 1 + weak) + 2 * 8 * (n + 1) + n * 8 + 16 * frontier + \
-        DEVICE_SCRATCH + PAGE_BYTES * (pages + 1) + 2 * PAGE_EDGES * 4
+        DEVICE_SCRATCH + PAGE_BYTES * (pages + 1) + 24 * pages * weak + 2 * PAGE_EDGES * 4
     with pytest.raises(DeviceError, match=rf"minimum is .*\({minimum} bytes\)"):
         seraph.bfs(directed, 0, device=device, predictor=predictor, device_memory=minimum - 1)
     stats = seraph.bfs(directed, 0, device=device, predictor=predictor,

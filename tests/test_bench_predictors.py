@@ -47,7 +47,7 @@ def test_a_run_is_the_registered_algorithm_unless_the_study_says_otherwise():
     options, spec = bench_predictors.run_as("cc")
     assert options == {"components": "propagation"} and spec.weak_after is not None
     assert bench_predictors.run_as("sssp") == ({}, get("sssp").spec)
-    pays = backend_class("cpu").weak_pays
+    pays = backend_class("cpu").weak_pays(spec)
     assert bench_predictors.state_of("auto", "cc", "cpu") == ("combined" if pays else "auto")
     assert bench_predictors.state_of("auto", "sssp", "cpu") == "auto"
     assert bench_predictors.state_of("none", "cc", "cpu") == "none"

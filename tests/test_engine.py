@@ -11,6 +11,7 @@ stars, grids, a single vertex) cover what random graphs rarely produce.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,7 +26,7 @@ from scipy.sparse import csgraph
 from test_predictors import SLEEPY_TOML
 
 import seraph
-from seraph import schedules
+from seraph import rounds, schedules
 from seraph.algorithms import cc, get, sswp
 from seraph.backends import backend_class
 from seraph.backends.activity import page_source_blocks, pages_active
@@ -136,7 +137,7 @@ class Config:
         if self.schedule == "single":
             return False
         if self.predictor == "auto":
-            return algorithm == "cc" and backend_class(device).weak_pays
+            return algorithm == "cc" and backend_class(device).weak_pays(get("cc").spec)
         return self.predictor in ("weak", "sleepy", "combined")
 
     def options(self, graph: Graph, sleepy: Path, device: str, algorithm: str) -> dict:
@@ -224,8 +225,11 @@ def check_stats(stats, cfg: Config, graph: Graph, device: str) -> None:
         check_resident(stats, graph, device)
     else:
         assert not stats.resident and stats.num_slots == cfg.slots
-        # Slots start empty, so sweeping anything means copying it first.
-        assert (stats.pages_transferred > 0) == (stats.sweeps > 0)
+        # Slots start empty, so sweeping anything means copying it first, or reading it
+        # in place.
+        assert (stats.pages_transferred + stats.pages_in_place > 0) == (stats.sweeps > 0)
+    if stats.predictor not in ("weak", "combined") or stats.resident:
+        assert stats.pages_in_place == 0
     if cfg.alpha == 0 or cfg.schedule == "single":
         assert stats.edges_pushed == 0 and stats.sparse_rounds == 0
     elif cfg.alpha == PUSH_ALL:
@@ -477,6 +481,22 @@ def test_answers_do_not_depend_on_the_last_window_passes(data, cfg, algorithm, p
                             symmetric=True if algorithm == "cc" else None))
     with mock.patch.object(schedules, "LAST_WINDOW_SWEEPS", passes):
         check_run(algorithm, *case, cfg, sleepy, device)
+
+
+@HYPOTHESIS
+@given(data=st.data(), cfg=configs, algorithm=st.sampled_from(ALGORITHMS),
+       share=st.sampled_from([0.0, math.inf]))
+def test_answers_do_not_depend_on_pages_read_in_place(data, cfg, algorithm, share, sleepy,
+                                                      device):
+    """A paged round under the weak predictor reads a page in place, rather than copied,
+    where few of its vertices attempt: never (0) or every page it can (inf), scipy's
+    answers."""
+    case = data.draw(inputs(weighted=get(algorithm).spec.operator.weighted,
+                            symmetric=True if algorithm == "cc" else None))
+    with mock.patch.object(rounds, "IN_PLACE_SHARE", share):
+        stats = check_run(algorithm, *case, cfg, sleepy, device).stats
+    if share == 0:
+        assert stats.pages_in_place == 0
 
 
 # -- the full cross product on fixed graphs -------------------------------------------------

@@ -12,6 +12,7 @@ single vertex, a chain, a star, cycles and disconnected parts.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from types import SimpleNamespace
@@ -26,6 +27,7 @@ from scipy.sparse.linalg import spsolve
 
 import seraph
 from partitioner import generators
+from seraph import rounds
 from seraph.algorithms import get, pagerank
 from seraph.backends import backend_class
 from seraph.backends.base import Backend
@@ -77,7 +79,7 @@ def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, dampin
         # fits, and the budget gives it room; single skips nothing.
         asks = options.get("predictor") == "weak" or "diagram" in options or \
             (method == "delta" and options.get("predictor", "auto") == "auto"
-             and backend_class(device).weak_pays)
+             and backend_class(device).weak_pays(pagerank.DELTA))
         weak = asks and options.get("schedule") != "single"
         options["device_memory"] = slots_budget(graph, slots, method,
                                                 "weak" if weak else "none", tolerance)
@@ -95,7 +97,8 @@ def check_against_networkx(n, src, dst, device, page_edges=4, slots=None, dampin
                            personalization=s) is None
     if slots is not None and graph.num_pages > slots:
         assert not res.stats.resident
-        assert res.stats.pages_transferred > 0 or not res.iterations
+        assert res.stats.pages_transferred + res.stats.pages_in_place > 0 or \
+            not res.iterations
     return res
 
 
@@ -537,7 +540,34 @@ def test_the_weak_predictor_skips_what_settled(device):
     assert weak.stats.edges_read < 0.75 * none.stats.edges_read
     for res in (none, weak, auto):
         assert res.converged and pagerank.verify(graph, res.ranks) is None
-    assert auto.stats.predictor == ("weak" if backend_class(device).weak_pays else "none")
+    pays = backend_class(device).weak_pays(pagerank.DELTA)
+    assert auto.stats.predictor == ("weak" if pays else "none")
+
+
+@pytest.mark.parametrize("share", [0.0, rounds.IN_PLACE_SHARE, math.inf])
+def test_a_paged_round_reads_in_place_the_pages_whose_vertices_sleep(share, device):
+    """The same R-MAT at a quarter of its pages, under the weak predictor: a round reads in
+    place the pages whose attempting vertices hold few edges (by default), none of them
+    (0), or every page it sweeps under the predictor (inf), and copies the rest. Every
+    answer meets the bound, and reading in place copies fewer pages."""
+    source = generators.rmat(13, 16, seed=1)
+    chunks = list(source.chunks())
+    graph = Graph.from_edges(np.concatenate([c.src for c in chunks]),
+                             np.concatenate([c.dst for c in chunks]), num_vertices=1 << 13,
+                             symmetrize=True, page_edges=8192)
+    memory = slots_budget(graph, graph.num_pages // 4, "delta", "weak")
+
+    def run(share):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(rounds, "IN_PLACE_SHARE", share)
+            return seraph.pagerank(graph, method="delta", predictor="weak", device=device,
+                                   device_memory=memory)
+
+    copied, res = run(0.0).stats.pages_transferred, run(share)
+    assert res.converged and pagerank.verify(graph, res.ranks) is None
+    assert (res.stats.pages_in_place > 0) == (share > 0)
+    if share > 0:
+        assert res.stats.pages_transferred < copied
 
 
 def test_delta_writes_every_change_where_a_wave_would_carry_the_unwritten_ones(device):
@@ -605,7 +635,7 @@ def test_the_registry_runs_pagerank(device):
     assert entry.check(graph, delta.values, damping=0.9, method="delta") is None
     # auto: the weak predictor where it pays (vertices settle at different rounds).
     assert seraph.run(graph, "pagerank", method="delta", device=device).stats.predictor == \
-        ("weak" if backend_class(device).weak_pays else "none")
+        ("weak" if backend_class(device).weak_pays(pagerank.DELTA) else "none")
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
@@ -661,13 +691,13 @@ def test_the_verifier_rejects_a_perturbed_answer():
 def test_a_delta_budget_counts_its_vectors_and_partial_sums(device):
     """PageRank-delta keeps float64 sums, two float64 vectors (operands, scales), two
     partial sums a page, room for its vector steps' reductions, and under the weak
-    predictor a state byte a vertex."""
+    predictor a state byte a vertex and three words a page."""
     graph = build(50, list(range(49)), list(range(1, 50)), page_edges=8)
     plain = Layout.plan(graph, False, None, weights=False)
-    for predictor, state_byte in (("none", 0), ("weak", 1)):
+    for predictor, weak in (("none", 0), ("weak", 1)):
         state = Layout.for_run(graph, pagerank.DELTA, predictor, None).state_bytes
-        assert state == plain.state_bytes + (4 + 2 * 8 + state_byte) * graph.num_vertices \
-            + 16 * graph.num_pages + REDUCE_SCRATCH
+        assert state == plain.state_bytes + (4 + 2 * 8 + weak) * graph.num_vertices \
+            + (16 + 24 * weak) * graph.num_pages + REDUCE_SCRATCH
         budget = slots_budget(graph, 2, "delta", predictor)
         with pytest.raises(seraph.DeviceError, match="too small"):
             seraph.pagerank(graph, method="delta", predictor=predictor, device=device,
@@ -676,7 +706,7 @@ def test_a_delta_budget_counts_its_vectors_and_partial_sums(device):
                         device_memory=budget)
     # auto takes the weak predictor where it pays and its state fits, and runs without it
     # where not.
-    pays = backend_class(device).weak_pays
+    pays = backend_class(device).weak_pays(pagerank.DELTA)
     for predictor in ("none", "weak"):
         res = seraph.pagerank(graph, method="delta", device=device,
                               device_memory=slots_budget(graph, 2, "delta", predictor))

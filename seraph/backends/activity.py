@@ -14,6 +14,7 @@ from numba import njit, prange
 from seraph.backends.caches import graph_cached
 from seraph.backends.layout import Layout
 from seraph.kernels import kernel, zeros
+from seraph.predictors import STATE_MASK
 
 
 @kernel(cache=True, parallel=True)
@@ -32,6 +33,28 @@ def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
             b = indices[i] >> block_shift
             bits[p, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
     return bits
+
+
+@kernel(cache=True, parallel=True)
+def awake_in_pages(pages, page_first, page_last, page_edges, num_edges, indptr, states,
+                   attempt):
+    """For each of ``pages``: the in-edges its vertices in an attempting weak state
+    (``attempt[state & STATE_MASK]``) hold in it, and how many such vertices have some (an
+    int64 pair a page): what a sweep of the page under the weak predictor reads."""
+    counts = zeros(2 * len(pages), np.int64).reshape(len(pages), 2)
+    for k in prange(len(pages)):
+        p = pages[k]
+        lo = p * page_edges
+        hi = min(lo + page_edges, num_edges)
+        edges = rows = 0
+        for v in range(page_first[p], page_last[p] + 1):
+            if attempt[states[v] & STATE_MASK]:
+                held = min(indptr[v + 1], hi) - max(indptr[v], lo)
+                if held > 0:
+                    edges += held
+                    rows += 1
+        counts[k, 0], counts[k, 1] = edges, rows
+    return counts
 
 
 def pages_active(pages: np.ndarray, bits: np.ndarray, block_epoch: np.ndarray,

@@ -89,12 +89,6 @@ class Backend(ABC):
     """
 
     name = "abstract"  #: what the run's stats call the device
-    #: Whether the weak predictor's skipped attempts pay for its bookkeeping here, so that
-    #: ``predictor="auto"`` takes it where an algorithm asks for it: after
-    #: :attr:`~seraph.spec.Algorithm.weak_after` dense rounds of a long label propagation,
-    #: or as PageRank-delta's default (measured: docs/benchmarks/predictors-cpu.md,
-    #: predictors-gpu.md, predictors-pagerank-delta-cpu.md and -gpu.md).
-    weak_pays = False
     #: The bytes of a one-time upload of the whole graph (0: its pages moved by slot).
     upload_bytes: int = 0
     #: Whether :meth:`push` orders the pushes of a binned operator (SSSP's) itself, in
@@ -143,6 +137,16 @@ class Backend(ABC):
         """The memory budget when the run names none (None: no limit, everything resident)."""
         return None
 
+    @classmethod
+    def weak_pays(cls, algorithm) -> bool:
+        """Whether the weak predictor's skipped attempts pay for its bookkeeping here on
+        ``algorithm``'s sweeps, so that ``predictor="auto"`` takes it where the algorithm
+        asks for it: after :attr:`~seraph.spec.Algorithm.weak_after` dense rounds of a long
+        label propagation, or as PageRank-delta's default (measured:
+        docs/benchmarks/predictors-cpu.md, predictors-gpu.md,
+        predictors-pagerank-delta-cpu.md and -gpu.md)."""
+        return False
+
     @abstractmethod
     def default_push_alpha(self) -> float:
         """The push threshold when the run names none: rounds push while the changed
@@ -166,10 +170,17 @@ class Backend(ABC):
         return self.lightest if threshold >= 0 else NO_BOUND
 
     def slot_offsets(self, slots, pages) -> np.ndarray:
-        """Where each page's first edge sits in the slot arrays: a resident graph's pages
-        sit at their own offsets, paged ones at their slot's."""
-        where = pages if self.layout.resident else slots
+        """Where each page's first edge sits in the arrays its sweep reads: a resident
+        graph's pages, and pages read in place (``slots`` None), at their own offsets in the
+        whole CSC; paged ones at their slot's."""
+        where = pages if self.layout.resident or slots is None else slots
         return np.asarray(where, dtype=np.int64) * self.graph.page_edges
+
+    @abstractmethod
+    def awake_in_pages(self, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``pages``: the in-edges held there by its vertices whose weak state
+        attempts, and how many such vertices (rows) have some: what a sweep of the page
+        under the weak predictor reads (host arrays)."""
 
     @abstractmethod
     def load(self, slot: int, page: int) -> None: ...
@@ -181,10 +192,13 @@ class Backend(ABC):
     def wait(self, slot: int) -> tuple[float, float] | None: ...
 
     @abstractmethod
-    def sweep(self, slots: np.ndarray, pages: np.ndarray, predictor: int, threshold,
-              epoch: int) -> SweepResult: ...
+    def sweep(self, slots: np.ndarray | None, pages: np.ndarray, predictor: int, threshold,
+              epoch: int) -> SweepResult:
+        """Sweeps ``pages``, held in ``slots``, or with ``slots`` None read in place from the
+        graph's arrays in host memory (indices only: the engine reads in place only where
+        the layout has no weights, :meth:`seraph.rounds.DenseRounds.in_place`)."""
 
-    def sweep_until(self, slots: np.ndarray, pages: np.ndarray, predictor: int, threshold,
+    def sweep_until(self, slots: np.ndarray | None, pages: np.ndarray, predictor: int, threshold,
                     epoch: int, max_sweeps: int, incoming: int | None = None,
                     mandatory: int = 1) -> SweepResult:
         """Sweeps the window again and again, up to ``max_sweeps`` passes. Stops after a
@@ -205,7 +219,8 @@ class Backend(ABC):
                 end = len(pages)
             else:
                 end = k + 1 if swept >= mandatory else min(len(pages), mandatory)
-            res = self.sweep(slots[k:end], pages[k:end], predictor, threshold, epoch + sweep)
+            res = self.sweep(None if slots is None else slots[k:end], pages[k:end], predictor,
+                             threshold, epoch + sweep)
             total = res if total is None else total + res
             total.sweeps, total.last_pass_pages = sweep + 1, end
             swept += end - k

@@ -80,8 +80,9 @@ class Layout:
         # changed vertices are counted on the device; a symmetric graph's are the CSC's);
         # the push phase's two lists and edge offsets; DEVICE_SCRATCH and PAGE_BYTES; the
         # hub chunk list (none on a graph without hubs); SSSP's lightest in-edge, one byte a
-        # vertex; a summing program's vectors and REDUCE_SCRATCH; and a recomputing one's
-        # partial sums
+        # vertex; a summing program's vectors and REDUCE_SCRATCH; a recomputing one's
+        # partial sums; and the weak predictor's counts of what each page's sweep reads
+        # (a page's number and two words)
         indptrs = 1 if graph.symmetric else 2
         frontier = frontier_capacity(n)
         per_vertex = value_bytes + 1 + (1 if weak else 0) + (1 if lightest else 0) + vector_bytes
@@ -90,7 +91,8 @@ class Layout:
             8 * indptrs * (n + 1) + num_blocks * 8 + 16 * frontier + DEVICE_SCRATCH + \
             PAGE_BYTES * (pages + 1) + hubs.nbytes + \
             (REDUCE_SCRATCH if vector_bytes else 0) + \
-            (16 * pages + 8 * len(hubs.chunks) if recompute else 0)
+            (16 * pages + 8 * len(hubs.chunks) if recompute else 0) + \
+            (24 * pages if weak else 0)
         slot = graph.page_edges * (8 if weights else 4)
         fields = (state, slot, block_shift, num_blocks, weights, lightest)
         if budget is None:

@@ -14,7 +14,13 @@ import numba
 import numpy as np
 from numba import prange
 
-from seraph.backends.activity import PUSH_ALPHA, blocks_of, edges_below, flagged_below
+from seraph.backends.activity import (
+    PUSH_ALPHA,
+    awake_in_pages,
+    blocks_of,
+    edges_below,
+    flagged_below,
+)
 from seraph.backends.base import BottomUpResult, SweepResult
 from seraph.backends.caches import (
     graph_operands,
@@ -48,7 +54,7 @@ from seraph.backends.cpu.union_find import link_parents, trusted_components
 from seraph.backends.output import SPARSE_SHARE, output_values
 from seraph.interrupts import STOP
 from seraph.kernels import kernel, serial
-from seraph.predictors import OWES, STATE_MASK, take_owing_pages
+from seraph.predictors import ATTEMPT, OWES, STATE_MASK, take_owing_pages
 from seraph.spec import ACCUMULATOR, OPERAND, SCALE, Output
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
@@ -67,13 +73,16 @@ PULL_PER_PUSH = 2
 
 class CpuBackend(HostPush):
     name = "cpu"
-    weak_pays = True
+
+    @classmethod
+    def weak_pays(cls, algorithm) -> bool:
+        return True
 
     def __init__(self, graph, algorithm, layout, table: np.ndarray | None,
                  initial_state: int = 0):
         super().__init__(graph, algorithm, layout, table, initial_state)
         indptr, indices, _weights = graph.csc()
-        self.indptr = indptr
+        self.indptr, self._host_indices = indptr, indices
         n, pe = graph.num_vertices, graph.page_edges
         # A run from a source starts from values all at infinity where an earlier run on the
         # graph left them so (result): it then writes only the source's.
@@ -160,13 +169,14 @@ class CpuBackend(HostPush):
         g = self.graph
         pages_arr = np.ascontiguousarray(pages, dtype=np.int64)  # one numba specialization
         offsets = self.slot_offsets(slots, pages)
+        indices = self.slot_indices if slots is not None else self._host_indices
         table = self.table if self.table is not None else np.zeros((4, 1), np.uint8)
         rule = self.algorithm.recompute
         self._touched = None
         if rule is not None:
             counters, moved = recompute_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
                 pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
-                g.page_last_vertex, self.indptr, self.slot_indices, self.vectors[OPERAND],
+                g.page_last_vertex, self.indptr, indices, self.vectors[OPERAND],
                 self.values, self.vectors[SCALE], self.page_sums, rule.factor, rule.spread,
                 rule.vertex, self.write_share, predictor, table, self.states, self.block_epoch,
                 self.layout.block_shift, epoch, _chunks(), STOP)
@@ -174,7 +184,7 @@ class CpuBackend(HostPush):
                                edges_read=int(counters[EDGES_READ]), moved=float(moved))
         counters, minimum = sweep_pages.over(g.page_edges, g.num_edges, SERIAL_EDGES)(
             pages_arr, offsets, g.page_edges, g.num_edges, g.page_first_vertex,
-            g.page_last_vertex, self.indptr, self.slot_indices, self.slot_weights, self.values,
+            g.page_last_vertex, self.indptr, indices, self.slot_weights, self.values,
             self.algorithm.op, self._by_weight, self.algorithm.levels, self.algorithm.inf,
             predictor,
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
@@ -358,6 +368,15 @@ class CpuBackend(HostPush):
         g = self.graph
         return take_owing_pages(np, self.states, self.initial_state, g.page_first_vertex,
                                 g.page_last_vertex)
+
+    def awake_in_pages(self, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g = self.graph
+        vertices = int((g.page_last_vertex[pages] + 1 - g.page_first_vertex[pages]).sum())
+        counts = awake_in_pages.over(vertices, g.num_edges, SERIAL_VERTICES)(
+            np.ascontiguousarray(pages, dtype=np.int64), g.page_first_vertex,
+            g.page_last_vertex, g.page_edges, g.num_edges, self.indptr, self.states,
+            self.table[ATTEMPT])
+        return counts[:, 0], counts[:, 1]
 
     def state_counts(self) -> list[int]:
         return _state_counts.over(len(self.states), self.graph.num_edges, SERIAL_VERTICES)(

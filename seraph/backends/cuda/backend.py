@@ -56,7 +56,7 @@ from seraph.backends.layout import MAX_PUSH_BLOCKS, Layout, frontier_capacity
 from seraph.backends.output import output_values
 from seraph.hubs import HubChunks
 from seraph.operators import EdgeOperator
-from seraph.predictors import OWES
+from seraph.predictors import ATTEMPT, OWES
 from seraph.spec import ACCUMULATOR, MIN, OPERAND, SCALE, Output
 
 _THREADS = 256
@@ -78,6 +78,9 @@ BOTTOM_UP_SHARE = 0.7
 #: synchronize would spin, then every POLL_S: a signal's handler runs meanwhile (see
 #: CudaBackend._finish), and a sleep after a short launch would delay every window step.
 SPIN_S = 0.05
+#: The most blocks that share one page's vertices when counting what its sweep reads
+#: (CudaBackend.awake_in_pages).
+AWAKE_SHARES = 16
 #: The blocks over which a walk's totals and steps add up their vertices' shares: fixed, so
 #: that every card rounds them alike and a partitioned run's workers stop together.
 WALK_BLOCKS = 1024
@@ -364,6 +367,14 @@ class CudaBackend(HostPush):
     def default_budget(cls, graph) -> int:
         return default_budget(graph)
 
+    @classmethod
+    def weak_pays(cls, algorithm) -> bool:
+        """For a recomputing sum (PageRank-delta): its sleeping vertices skip whole rows,
+        and a paged round reads in place the pages they leave nearly idle instead of
+        copying them. A relaxation's weak skips cost it more dense rounds than they save
+        here (docs/benchmarks/predictors-gpu.md)."""
+        return algorithm.recompute is not None
+
     def default_push_alpha(self) -> float:
         """:data:`~seraph.backends.activity.PUSH_ALPHA`, resident or not: the push loop
         (kernels/push.cu) reads the frontier's out-edges where they are, the device's own
@@ -471,10 +482,12 @@ class CudaBackend(HostPush):
             self._block_sums = cp.zeros(max(1, self._push_grid), dtype=cp.int64)
             self.states = cp.full(n if table is not None else 1, self.initial_state, cp.uint8)
             # The weak predictor's state counts and owing pages' flags (a word a state, a
-            # byte a page: the device's small scratch and its bytes a page).
+            # byte a page: the device's small scratch and its bytes a page), and a round's
+            # pages with the counts of what their sweeps read (awake_in_pages).
+            pages = max(1, graph.num_pages)
             self._weak_scratch = None if table is None else (
-                cp.zeros(table.shape[1], dtype=cp.uint64),
-                cp.zeros(max(1, graph.num_pages), dtype=cp.uint8))
+                cp.zeros(table.shape[1], dtype=cp.uint64), cp.zeros(pages, dtype=cp.uint8),
+                cp.empty(pages, dtype=cp.int64), cp.empty(2 * pages, dtype=cp.uint64))
             self.block_epoch = cp.full(layout.num_blocks, -1, dtype=cp.int64)
             self._no_codes = cp.zeros(1, dtype=cp.uint8)
             self._light_codes = device_graph.hold_lightest(self.lightest.codes) \
@@ -482,7 +495,9 @@ class CudaBackend(HostPush):
             # select.cu's rule for the changed flags: a flag above 0.
             self._flag_set = {"threshold": 0, "light_codes": self._no_codes, "light_unit": 0}
             self._d_table = cp.asarray(table if table is not None else np.zeros((4, 1), np.uint8))
-        self._launch_buffers(num_slots)
+        # A window of slots, or a round's pages read in place (PAGE_BYTES counts a page's
+        # window entries).
+        self._launch_buffers(graph.num_pages)
         self._totals = cp.zeros(2, dtype=cp.uint64)  # a selection's vertices and edges
         self._totals_host = cupyx.empty_pinned(2, dtype=np.uint64)
         # The scheduler reads the block epochs before every window step: a pinned mirror,
@@ -565,13 +580,13 @@ class CudaBackend(HostPush):
                             (max_sweeps, -1 if incoming is None else incoming, expected,
                              max(1, mandatory)))
 
-    def _launch_buffers(self, num_slots: int) -> None:
+    def _launch_buffers(self, num_pages: int) -> None:
         """One device buffer carries everything a launch sends and returns, so a launch is
         one upload, one kernel, one readback and one wait: int64 words [0, 8) are the
         status (counters, smallest value written, the persistent kernel's control words,
         and in word 7 the edges a recomputing sweep read), then the window's pages, their
         slot offsets and the prefix sums of their vertices and of their hub chunks."""
-        w = max(1, num_slots)
+        w = max(1, num_pages)
         # Each array has room for a whole window and, for the prefix sums, their total.
         self._io = cp.zeros(_STATUS + _WINDOW_ARRAYS * (w + 1), dtype=cp.int64)
         self._io_host = cupyx.empty_pinned(self._io.shape, dtype=np.int64)
@@ -604,7 +619,7 @@ class CudaBackend(HostPush):
         window, warps = self._upload_window(slots, pages)
         stream = self.compute_stream
         sweep = dict(
-            **window, **self._pulled_edges(self.slot_indices, self.slot_weights),
+            **window, **self._pulled_edges(*self._page_edges(slots)),
             predictor=predictor,
             **self._strong_rule(threshold), table=self._d_table,
             num_states=self._d_table.shape[1], states=self.states, **self._marks(epoch),
@@ -627,6 +642,13 @@ class CudaBackend(HostPush):
         else:
             sweeps, last_pages = (int(c) for c in status[5:6].view(np.int32))
         return SweepResult(*(int(c) for c in counters), minimum, sweeps, last_pages)
+
+    def _page_edges(self, slots) -> tuple[cp.ndarray, cp.ndarray]:
+        """The indices and weights a sweep of pages in ``slots`` reads: the slots', or with
+        ``slots`` None the host's pinned CSC, in place."""
+        if slots is None:
+            return self._csc_indices, self._csc_weights
+        return self.slot_indices, self.slot_weights
 
     def _upload_window(self, slots, pages) -> tuple[dict, int]:
         """Uploads a fresh status block and the window (its pages, their slot offsets and
@@ -664,9 +686,10 @@ class CudaBackend(HostPush):
         window, items = self._upload_window(slots, pages)
         with self.compute_stream:
             self._kernel(
-                self._blocks(items * self.light_lanes), **window, indices=self.slot_indices,
-                operand=self.vectors[OPERAND], values=self.values, scale=self.vectors[SCALE],
-                page_sums=self._page_sums, chunk_sums=self._chunk_sums, factor=rule.factor,
+                self._blocks(items * self.light_lanes), **window,
+                indices=self._page_edges(slots)[0], operand=self.vectors[OPERAND],
+                values=self.values, scale=self.vectors[SCALE], page_sums=self._page_sums,
+                chunk_sums=self._chunk_sums, factor=rule.factor,
                 eps=self.write_share, predictor=predictor, table=self._d_table,
                 num_states=self._d_table.shape[1], states=self.states,
                 block_epoch=self.block_epoch, block_shift=self.layout.block_shift, epoch=epoch,
@@ -1082,6 +1105,22 @@ class CudaBackend(HostPush):
             _flag_owing_pages(self.indptr, np.int64(self.graph.page_edges),
                               np.uint8(self.initial_state), self.states, flags)
             return cp.flatnonzero(flags).get(stream=self.compute_stream)
+
+    def awake_in_pages(self, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g, k = self.graph, len(pages)
+        listed, counts = self._weak_scratch[2][:k], self._weak_scratch[3][:2 * k]
+        most = int((g.page_last_vertex[pages] + 1 - g.page_first_vertex[pages]).max())
+        shares = max(1, min(AWAKE_SHARES, -(-most // _THREADS)))
+        with self.compute_stream:
+            listed.set(np.asarray(pages, dtype=np.int64), stream=self.compute_stream)
+            counts.fill(0)
+            _kernel("count_awake")(
+                k * shares, pages=listed, shares=shares, page_first=self.page_first,
+                page_last=self._page_last, page_edges=g.page_edges, num_edges=g.num_edges,
+                indptr=self.indptr, states=self.states, attempt=self._d_table[ATTEMPT],
+                counts=counts)
+            pairs = counts.get(stream=self.compute_stream).reshape(k, 2).astype(np.int64)
+        return pairs[:, 0], pairs[:, 1]
 
     def state_counts(self) -> list[int]:
         counts = self._weak_scratch[0]

@@ -84,3 +84,34 @@ __global__ void count_states(COUNT_STATES_PARAMS) {
     for (int s = threadIdx.x; s < num_states; s += blockDim.x)
         if (local[s]) atomicAdd(&counts[s], (unsigned long long)local[s]);
 }
+
+// For each of `pages`, its vertices whose weak state attempts (`attempt`, the diagram's
+// ATTEMPT row) and the in-edges they hold there: what a sweep of the page reads. `shares`
+// blocks take one page's vertices each, and each warp adds its sums with one atomic.
+__global__ void count_awake(COUNT_AWAKE_PARAMS) {
+    const long long k = blockIdx.x / shares;
+    const long long page = pages[k];
+    const long long lo = page * page_edges;
+    const long long hi = lo + page_edges < num_edges ? lo + page_edges : num_edges;
+    unsigned long long edges = 0, rows = 0;
+    for (long long v = page_first[page] + (blockIdx.x % shares) * (long long)blockDim.x
+             + threadIdx.x;
+         v <= page_last[page]; v += (long long)shares * blockDim.x) {
+        if (attempt[states[v] & STATE_MASK]) {
+            const long long first = indptr[v] > lo ? indptr[v] : lo;
+            const long long last = indptr[v + 1] < hi ? indptr[v + 1] : hi;
+            if (last > first) {
+                edges += last - first;
+                ++rows;
+            }
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        edges += __shfl_down_sync(0xffffffffu, edges, off);
+        rows += __shfl_down_sync(0xffffffffu, rows, off);
+    }
+    if ((threadIdx.x & 31) == 0 && rows) {
+        atomicAdd(&counts[2 * k], edges);
+        atomicAdd(&counts[2 * k + 1], rows);
+    }
+}
