@@ -544,6 +544,33 @@ def test_the_weak_predictor_skips_what_settled(device):
     assert auto.stats.predictor == ("weak" if pays else "none")
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edges=directed_graphs(), page_edges=st.sampled_from([1, 4, 8]),
+       seed=st.integers(0, 2**32 - 1))
+def test_awake_in_pages_counts_what_a_sweep_of_the_page_reads(edges, page_edges, seed,
+                                                              device):
+    """Under random weak states, the in-edges Backend.awake_in_pages counts in each page
+    are those a weak sweep of that page alone reads, and its rows those it attempts."""
+    from seraph.predictors import load_diagram
+
+    n, src, dst = edges
+    graph = build(n, src, dst, page_edges)
+    diagram = load_diagram("weak-delta")
+    spec = replace(pagerank.DELTA, recompute=pagerank.Delta().rule(graph, 0.5e-6))
+    layout = Layout.for_run(graph, spec, "weak", None)
+    be = backend_class(device)(graph, spec, layout, diagram.table, diagram.initial)
+    states = np.random.default_rng(seed).integers(0, diagram.num_states, n).astype(np.uint8)
+    be.vector("values").fill(0)
+    be.states[:] = be.xp.asarray(states)
+    pages = np.arange(graph.num_pages, dtype=np.int64)
+    edges_in, rows = be.awake_in_pages(pages)
+    for p in pages:
+        be.states[:] = be.xp.asarray(states)  # each sweep steps them
+        res = be.sweep(np.zeros(1, np.int64), pages[p:p + 1], WEAK, -1, 1)
+        assert (res.edges_read, res.attempted) == (edges_in[p], rows[p])
+    be.close()
+
+
 @pytest.mark.parametrize("share", [0.0, rounds.IN_PLACE_SHARE, math.inf])
 def test_a_paged_round_reads_in_place_the_pages_whose_vertices_sleep(share, device):
     """The same R-MAT at a quarter of its pages, under the weak predictor: a round reads in

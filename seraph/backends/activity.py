@@ -37,10 +37,12 @@ def page_source_blocks(indices, page_edges, num_pages, block_shift, num_blocks):
 
 @kernel(cache=True, parallel=True)
 def awake_in_pages(pages, page_first, page_last, page_edges, num_edges, indptr, states,
-                   attempt):
-    """For each of ``pages``: the in-edges its vertices in an attempting weak state
-    (``attempt[state & STATE_MASK]``) hold in it, and how many such vertices have some (an
-    int64 pair a page): what a sweep of the page under the weak predictor reads."""
+                   attempt, hub_edges):
+    """For each of ``pages``: the in-edges held in it by the vertices that a sweep of it
+    under the weak predictor attempts, and how many of those vertices have some (an int64
+    pair a page). A vertex attempts in an attempting state (``attempt[state &
+    STATE_MASK]``), and whatever its state where its in-edges are not all in the page or
+    number more than ``hub_edges`` (a GPU's hubs, summed by chunks)."""
     counts = zeros(2 * len(pages), np.int64).reshape(len(pages), 2)
     for k in prange(len(pages)):
         p = pages[k]
@@ -48,8 +50,10 @@ def awake_in_pages(pages, page_first, page_last, page_edges, num_edges, indptr, 
         hi = min(lo + page_edges, num_edges)
         edges = rows = 0
         for v in range(page_first[p], page_last[p] + 1):
-            if attempt[states[v] & STATE_MASK]:
-                held = min(indptr[v + 1], hi) - max(indptr[v], lo)
+            first, end = indptr[v], indptr[v + 1]
+            if attempt[states[v] & STATE_MASK] or first < lo or end > hi or \
+                    end - first > hub_edges:
+                held = min(end, hi) - max(first, lo)
                 if held > 0:
                     edges += held
                     rows += 1

@@ -178,9 +178,10 @@ class Backend(ABC):
 
     @abstractmethod
     def awake_in_pages(self, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each of ``pages``: the in-edges held there by its vertices whose weak state
-        attempts, and how many such vertices (rows) have some: what a sweep of the page
-        under the weak predictor reads (host arrays)."""
+        """For each of ``pages``: the in-edges held there by the vertices that a sweep of
+        the page under the weak predictor attempts (in an attempting state, or split across
+        pages, or a hub), and how many such vertices (rows) have some: what the sweep reads
+        (host arrays)."""
 
     @abstractmethod
     def load(self, slot: int, page: int) -> None: ...

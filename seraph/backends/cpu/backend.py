@@ -66,6 +66,9 @@ ORDERED_PUSH_ALPHA = 2.0
 #: millisecond or less there, about what waking the pool may cost on a busy machine, where
 #: a thread the pool waits for can be descheduled for longer.
 SERIAL_VERTICES = 1 << 20
+#: The in-edges above which a vertex is a hub, which the weak predictor never skips: none
+#: on the CPU (the GPU's pull kernels sum a hub by chunks, seraph.hubs).
+NO_HUBS = np.iinfo(np.int64).max
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
 #: in-edge once with no atomic write, where a pushed edge also writes atomically.
 PULL_PER_PUSH = 2
@@ -375,7 +378,7 @@ class CpuBackend(HostPush):
         counts = awake_in_pages.over(vertices, g.num_edges, SERIAL_VERTICES)(
             np.ascontiguousarray(pages, dtype=np.int64), g.page_first_vertex,
             g.page_last_vertex, g.page_edges, g.num_edges, self.indptr, self.states,
-            self.table[ATTEMPT])
+            self.table[ATTEMPT], NO_HUBS)
         return counts[:, 0], counts[:, 1]
 
     def state_counts(self) -> list[int]:

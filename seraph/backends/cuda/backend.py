@@ -1118,7 +1118,7 @@ class CudaBackend(HostPush):
                 k * shares, pages=listed, shares=shares, page_first=self.page_first,
                 page_last=self._page_last, page_edges=g.page_edges, num_edges=g.num_edges,
                 indptr=self.indptr, states=self.states, attempt=self._d_table[ATTEMPT],
-                counts=counts)
+                hub_edges=self._hubs.hub_edges, counts=counts)
             pairs = counts.get(stream=self.compute_stream).reshape(k, 2).astype(np.int64)
         return pairs[:, 0], pairs[:, 1]
 

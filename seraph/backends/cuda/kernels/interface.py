@@ -153,7 +153,8 @@ KERNELS = {
         "const long long* pages", "int shares", "const long long* page_first",
         "const long long* page_last", "long long page_edges", "long long num_edges",
         "const long long* indptr", "const unsigned char* states",
-        "const unsigned char* attempt", "unsigned long long* counts")),
+        "const unsigned char* attempt", "long long hub_edges",
+        "unsigned long long* counts")),
     "label_from_reach": Kernel("reach.cu", (
         "int* value", "int inf", "const long long* smallest", "const long long* out_indptr",
         "long long n", "unsigned char* spreads")),

@@ -85,9 +85,11 @@ __global__ void count_states(COUNT_STATES_PARAMS) {
         if (local[s]) atomicAdd(&counts[s], (unsigned long long)local[s]);
 }
 
-// For each of `pages`, its vertices whose weak state attempts (`attempt`, the diagram's
-// ATTEMPT row) and the in-edges they hold there: what a sweep of the page reads. `shares`
-// blocks take one page's vertices each, and each warp adds its sums with one atomic.
+// For each of `pages`, the vertices a sweep of it attempts and the in-edges they hold
+// there: those whose weak state attempts (`attempt`, the diagram's ATTEMPT row), and
+// whatever their state those split across pages or hubs (more than `hub_edges` in-edges,
+// summed by chunks). `shares` blocks take one page's vertices each, and each warp adds its
+// sums with one atomic.
 __global__ void count_awake(COUNT_AWAKE_PARAMS) {
     const long long k = blockIdx.x / shares;
     const long long page = pages[k];
@@ -97,9 +99,11 @@ __global__ void count_awake(COUNT_AWAKE_PARAMS) {
     for (long long v = page_first[page] + (blockIdx.x % shares) * (long long)blockDim.x
              + threadIdx.x;
          v <= page_last[page]; v += (long long)shares * blockDim.x) {
-        if (attempt[states[v] & STATE_MASK]) {
-            const long long first = indptr[v] > lo ? indptr[v] : lo;
-            const long long last = indptr[v + 1] < hi ? indptr[v + 1] : hi;
+        const long long row_lo = indptr[v], row_hi = indptr[v + 1];
+        if (attempt[states[v] & STATE_MASK] || row_lo < lo || row_hi > hi ||
+            row_hi - row_lo > hub_edges) {
+            const long long first = row_lo > lo ? row_lo : lo;
+            const long long last = row_hi < hi ? row_hi : hi;
             if (last > first) {
                 edges += last - first;
                 ++rows;
