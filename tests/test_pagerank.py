@@ -560,12 +560,14 @@ def test_awake_in_pages_counts_what_a_sweep_of_the_page_reads(edges, page_edges,
     layout = Layout.for_run(graph, spec, "weak", None)
     be = backend_class(device)(graph, spec, layout, diagram.table, diagram.initial)
     states = np.random.default_rng(seed).integers(0, diagram.num_states, n).astype(np.uint8)
-    be.vector("values").fill(0)
-    be.states[:] = be.xp.asarray(states)
+    with be.vector_steps():  # on a GPU, the stream its kernels run on
+        be.vector("values").fill(0)
+        be.states[:] = be.xp.asarray(states)
     pages = np.arange(graph.num_pages, dtype=np.int64)
     edges_in, rows = be.awake_in_pages(pages)
     for p in pages:
-        be.states[:] = be.xp.asarray(states)  # each sweep steps them
+        with be.vector_steps():
+            be.states[:] = be.xp.asarray(states)  # each sweep steps them
         res = be.sweep(np.zeros(1, np.int64), pages[p:p + 1], WEAK, -1, 1)
         assert (res.edges_read, res.attempted) == (edges_in[p], rows[p])
     be.close()

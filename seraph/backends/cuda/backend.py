@@ -1108,6 +1108,8 @@ class CudaBackend(HostPush):
 
     def awake_in_pages(self, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g, k = self.graph, len(pages)
+        if not k:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         listed, counts = self._weak_scratch[2][:k], self._weak_scratch[3][:2 * k]
         most = int((g.page_last_vertex[pages] + 1 - g.page_first_vertex[pages]).max())
         shares = max(1, min(AWAKE_SHARES, -(-most // _THREADS)))
