@@ -140,7 +140,7 @@ class Algorithm:
     #: vertex's lightest in-edge (:mod:`seraph.lightest`). Only for an offer of ``d + w``.
     lightest_first: bool = False
     #: ``predictor="auto"`` on a backend where the weak predictor pays
-    #: (:attr:`~seraph.backends.base.Backend.weak_pays`): the dense rounds run under
+    #: (:meth:`~seraph.backends.base.Backend.weak_pays`): the dense rounds run under
     #: the strong rule alone before the weak diagram joins it (None: auto stays strong).
     weak_after: int | None = None
     #: ``predictor="auto"`` where it resolves to the weak predictor (on a backend where that
