@@ -45,7 +45,7 @@ def sweep(twin, indptr, indices, first, last, page_edges, values, pages, predict
                        np.zeros(0, np.int32), values, HOP, False, True, INF, predictor,
                        np.int32(-1), np.zeros(1, np.uint8), np.float32(0), table, states,
                        np.zeros(len(values), np.uint8), np.zeros(len(values), np.int64), 0, 1,
-                       4, NO_BITS, STOP)
+                       4, NO_BITS, False, STOP)
     return counters
 
 

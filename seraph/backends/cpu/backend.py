@@ -193,7 +193,7 @@ class CpuBackend(HostPush):
             self.algorithm.dtype.type(threshold), *self.strong_bound(threshold), table,
             self.states, self._flags(),
             self.block_epoch, self.layout.block_shift, epoch, _chunks(),
-            self._offering_bits(predictor, threshold), STOP)
+            *self._offering_bits(predictor, threshold), STOP)
         return SweepResult(*(int(c) for c in counters), minimum)
 
     def gather_sum(self, slots: np.ndarray, pages: np.ndarray, operand, into) -> None:
@@ -240,18 +240,22 @@ class CpuBackend(HostPush):
         self.values *= factor
         self.page_sums *= factor
 
-    def _offering_bits(self, predictor: int, threshold) -> np.ndarray:
+    def _offering_bits(self, predictor: int, threshold) -> tuple[np.ndarray, bool]:
         """:func:`~seraph.backends.cpu.pull.offering_floor` for a BFS sweep's floor, kept
         for every later window and round with the same floor (values only go down, so its
-        bits stay true), or empty where no floor is known."""
+        bits stay true), or empty where no floor is known; and whether the sweep may read
+        the bits alone (``bits_only`` of :func:`~seraph.backends.cpu.pull.sweep_pages`):
+        only the sweep that sets them, where no finite value was at or above the floor."""
         alg = self.algorithm
         floor = pull_floor(predictor, alg.levels, alg.dtype.type(threshold))
         if floor <= 0:
-            return NO_BITS
-        if floor != self._offering_for:
-            bits = offering_floor.over(len(self.values), self.graph.num_edges)(self.values, floor)
-            self._offering, self._offering_for = bits, floor
-        return self._offering
+            return NO_BITS, False
+        if floor == self._offering_for:
+            return self._offering, False
+        bits, beyond = offering_floor.over(len(self.values), self.graph.num_edges)(
+            self.values, floor, alg.inf)
+        self._offering, self._offering_for = bits, floor
+        return bits, beyond == 0
 
     # -- vertex state ---------------------------------------------------------------------
     def set_values(self, values: np.ndarray) -> None:

@@ -99,25 +99,30 @@ def pull_floor(predictor, levels, threshold):
 
 
 @kernel(cache=True, parallel=True)
-def offering_floor(values, floor):
+def offering_floor(values, floor, inf):
     """A bit per vertex, set where its value plus one is at most ``floor`` (BFS: it offers
-    an open vertex the lowest level that vertex can get). Values only go down during a
-    run, so a bit stays true for later sweeps with the same floor."""
+    an open vertex the lowest level that vertex can get), and how many vertices hold a
+    value from ``floor`` up, short of ``inf`` (none: an in-neighbour without its bit offers
+    nothing). Values only go down during a run, so a bit stays true for later sweeps with
+    the same floor."""
     bits = np.empty((len(values) + 7) >> 3, dtype=np.uint8)  # each word written once
+    beyond = 0
     for w in prange(len(bits)):
         word = 0
         for v in range(8 * w, min(8 * w + 8, len(values))):
             if values[v] < floor:
                 word |= 1 << (v - 8 * w)
+            elif values[v] != inf:
+                beyond += 1
         bits[w] = word
-    return bits
+    return bits, beyond
 
 
 @njit(cache=True, nogil=True)
 def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offset, values,
                 op, by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
                 changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
-                offering, halt):
+                offering, bits_only, halt):
     """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``. Stops
     once ``halt[0]`` is set, looked at every :data:`_LOOK_EVERY` vertices: a span may be
     the whole graph."""
@@ -159,8 +164,14 @@ def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offs
                 if offering[u >> 3] >> (u & 7) & 1:
                     offered = True
                     break
-        best = floor if offered else relax(values, indices, weights, lo, hi, old, op,
-                                           by_weight, inf, floor)
+        # With ``bits_only`` no in-neighbour without its bit offers anything (sweep_pages):
+        # their values stay unread, as GAP's step reads only its frontier's bits.
+        if offered:
+            best = floor
+        elif bits_only:
+            best = old
+        else:
+            best = relax(values, indices, weights, lo, hi, old, op, by_weight, inf, floor)
         if best < old:
             values[v] = best
             changed[v] = 1
@@ -190,10 +201,14 @@ def page_span(p, page_edges, num_edges, first_vertex, last_vertex):
 def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, indptr,
                 indices, weights, values, op, by_weight, levels, inf, predictor, threshold,
                 light_codes, light_unit, table, states, changed, block_epoch, block_shift,
-                epoch, num_chunks, offering, halt):
+                epoch, num_chunks, offering, bits_only, halt):
     """Sweeps ``pages`` (page p's edges start at ``offsets[k]`` in ``indices``/``weights``).
     The strong rule's test is :func:`seraph.lightest.proven`; ``offering`` is
-    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. Pages that follow one
+    :func:`offering_floor`'s bitmap for this sweep's floor, or empty. With ``bits_only``
+    (where the bitmap was set just before this sweep, and every finite value then was
+    below the floor) a vertex no bit offers keeps its value, its in-neighbours' values
+    unread: relaxing them then could give it only values this sweep writes, and a page
+    reading those is active again (seraph.rounds.PageActivity). Pages that follow one
     another both in the graph and in the slots, ascending, are pulled as one span of up to
     :data:`SPAN_EDGES` edges; the sweep stops within a few thousand vertices once
     ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every page on this
@@ -218,13 +233,13 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
                         weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
                         light_codes, light_unit, table, states, changed, block_epoch,
                         block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
-                        floor, offering, halt)
+                        floor, offering, bits_only, halt)
         else:
             _pull_chunks(v_first, count, min(num_chunks, count), base, length, page_edges,
                          indptr, indices, weights, offsets[k], values, op, by_weight, inf,
                          predictor, threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering,
-                         halt)
+                         bits_only, halt)
         k = after
     # Summed in loops, not counters.sum(axis=0) and minimum.min(), which compile slowly.
     total, best = np.zeros(NUM_COUNTERS, dtype=np.int64), inf
@@ -258,7 +273,7 @@ def next_span(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, 
 def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indices, weights,
                  offset, values, op, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
-                 minimum, floor, offering, halt):
+                 minimum, floor, offering, bits_only, halt):
     """Pulls a span's destinations as ``chunks`` vertex ranges in parallel."""
     for c in prange(chunks):
         # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
@@ -267,7 +282,7 @@ def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indic
                     length, page_edges, indptr, indices, weights, offset, values, op,
                     by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
                     changed, block_epoch, block_shift, epoch, counters, minimum, np.int64(c),
-                    floor, offering, halt)
+                    floor, offering, bits_only, halt)
 
 
 @kernel(cache=True, parallel=True)
