@@ -54,7 +54,7 @@ from seraph.backends.cpu.union_find import link_parents, trusted_components
 from seraph.backends.output import SPARSE_SHARE, output_values
 from seraph.interrupts import STOP
 from seraph.kernels import kernel, serial
-from seraph.predictors import ATTEMPT, OWES, STATE_MASK, take_owing_pages
+from seraph.predictors import ATTEMPT, OWES, STATE_MASK, WEAK, take_owing_pages
 from seraph.spec import ACCUMULATOR, OPERAND, SCALE, Output
 
 #: SSSP's pushes are delta-stepping, which relaxes most edges once, where a dense round
@@ -245,10 +245,11 @@ class CpuBackend(HostPush):
         for every later window and round with the same floor (values only go down, so its
         bits stay true), or empty where no floor is known; and whether the sweep may read
         the bits alone (``bits_only`` of :func:`~seraph.backends.cpu.pull.sweep_pages`):
-        only the sweep that sets them, where no finite value was at or above the floor."""
+        only the sweep that sets them, where no finite value was at or above the floor.
+        None under the weak predictor, whose states the bits' pull does not keep."""
         alg = self.algorithm
         floor = pull_floor(predictor, alg.levels, alg.dtype.type(threshold))
-        if floor <= 0:
+        if floor <= 0 or predictor & WEAK:
             return NO_BITS, False
         if floor == self._offering_for:
             return self._offering, False

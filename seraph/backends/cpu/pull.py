@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu.atomics import atomic_load
+from seraph.backends.cpu.atomics import atomic_add, atomic_load
 from seraph.kernels import PARALLEL, kernel
 from seraph.lightest import proven
 from seraph.operators import HOP, LABEL, WIDTH
@@ -33,8 +33,9 @@ SERIAL_EDGES = 4096
 #: span of up to this many edges: a resident graph in a few parallel passes, and an
 #: interrupt heard between them.
 SPAN_EDGES = 1 << 26
-#: Vertices a sweep pulls between looks at the halt flag.
-_LOOK_EVERY = 4096
+#: Vertices a sweep's worker takes at a time (_pull_blocks), looking at the halt flag
+#: before each block.
+BLOCK = 4096
 
 
 @njit(cache=True, inline="always")
@@ -44,6 +45,18 @@ def mark_block(block_epoch, v, block_shift, epoch):
     success would bounce each line between their cores."""
     if block_epoch[v >> block_shift] != epoch:
         block_epoch[v >> block_shift] = epoch
+
+
+@njit(cache=True, inline="always")
+def lower(values, changed, block_epoch, block_shift, epoch, v, old, best, best_written):
+    """Where a pull found ``best`` below v's value ``old``: writes it, flags v changed and
+    marks its block. Returns whether it did, and the smallest value written so far."""
+    if best >= old:
+        return False, best_written
+    values[v] = best
+    changed[v] = 1
+    mark_block(block_epoch, v, block_shift, epoch)
+    return True, min(best, best_written)
 
 
 @njit(cache=True, inline="always")
@@ -121,18 +134,13 @@ def offering_floor(values, floor, inf):
 @njit(cache=True, nogil=True)
 def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offset, values,
                 op, by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
-                changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor,
-                offering, bits_only, halt):
-    """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``. Stops
-    once ``halt[0]`` is set, looked at every :data:`_LOOK_EVERY` vertices: a span may be
-    the whole graph."""
+                changed, block_epoch, block_shift, epoch, counters, minimum, chunk, floor):
+    """Pulls destinations v0..v1-1 of a span of pages; counters go to row ``chunk``."""
     best_written = minimum[chunk]
     # Counted in locals, written once: a count in the shared array is a load and a store
     # every vertex.
     attempted = succeeded = skipped_strong = skipped_weak = 0
     for v in range(v0, v1):
-        if (v & (_LOOK_EVERY - 1)) == 0 and atomic_load(halt, 0):
-            break
         lo = max(indptr[v], base)
         hi = min(indptr[v + 1], base + length)
         if lo >= hi:
@@ -150,42 +158,99 @@ def _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offs
             continue
         attempted += 1
         lo, hi = lo - base + offset, hi - base + offset
-        # ``offering`` (BFS; empty: none) is a bit per vertex, set where the vertex offered
-        # the floor when the sweep began (offering_floor): such an in-neighbour ends the
-        # pull at the floor, read in a bitmap that stays in cache, as GAP's bottom-up step
-        # tests its frontier. The whole row's bits come before any value: a value read
-        # before the row's first offering in-neighbour could not lower the pull below the
-        # floor it ends at. The test is written out here, not in relax: a row's scan in a
-        # called function, even inlined, compiled into much slower code per vertex.
-        offered = False
-        if len(offering):
-            for i in range(lo, hi):
-                u = indices[i]
-                if offering[u >> 3] >> (u & 7) & 1:
-                    offered = True
-                    break
-        # With ``bits_only`` no in-neighbour without its bit offers anything (sweep_pages):
-        # their values stay unread, as GAP's step reads only its frontier's bits.
-        if offered:
-            best = floor
-        elif bits_only:
-            best = old
-        else:
-            best = relax(values, indices, weights, lo, hi, old, op, by_weight, inf, floor)
-        if best < old:
-            values[v] = best
-            changed[v] = 1
-            mark_block(block_epoch, v, block_shift, epoch)
-            succeeded += 1
-            if best < best_written:
-                best_written = best
+        best = relax(values, indices, weights, lo, hi, old, op, by_weight, inf, floor)
+        lowered, best_written = lower(values, changed, block_epoch, block_shift, epoch, v, old,
+                                      best, best_written)
+        succeeded += lowered
         if predictor & WEAK:
-            weak_record(table, states, v, best < old)
+            weak_record(table, states, v, lowered)
+    _counted(counters, minimum, chunk, best_written, attempted, succeeded, skipped_strong,
+             skipped_weak)
+
+
+@njit(cache=True, inline="always")
+def _counted(counters, minimum, chunk, best_written, attempted, succeeded, skipped_strong,
+             skipped_weak):
+    """A pull's counts and smallest value written, into row ``chunk``."""
     minimum[chunk] = best_written
     counters[chunk, ATTEMPTED] += attempted
     counters[chunk, SUCCEEDED] += succeeded
     counters[chunk, SKIPPED_STRONG] += skipped_strong
     counters[chunk, SKIPPED_WEAK] += skipped_weak
+
+
+@njit(cache=True, nogil=True)
+def _pull_levels(v0, v1, base, length, indptr, indices, weights, offset, values, inf, floor,
+                 changed, block_epoch, block_shift, epoch, counters, minimum, chunk, offering,
+                 bits_only):
+    """:func:`_pull_range` for BFS under the strong rule alone, with ``offering``
+    (:func:`offering_floor`'s bits, set where a vertex offers the floor, which is the
+    threshold): GAP's bottom-up step. A vertex's level comes first, its row bounds only
+    where it is open: most vertices of a late round are settled. A vertex the rule proves
+    final counts as skipped also where it has no in-edges in the span (for BFS at most
+    the source: any other vertex holding a level was reached over an in-edge).
+
+    The whole row's bits come before any value: a value read before the row's first
+    offering in-neighbour could not lower the pull below the floor it ends at. The test is
+    written out here, not in relax: a row's scan in a called function, even inlined,
+    compiled into much slower code per vertex."""
+    best_written = minimum[chunk]
+    attempted = succeeded = skipped_strong = 0
+    for v in range(v0, v1):
+        old = values[v]
+        if old <= floor:
+            skipped_strong += 1
+            continue
+        lo = max(indptr[v], base)
+        hi = min(indptr[v + 1], base + length)
+        if lo >= hi:
+            continue
+        attempted += 1
+        lo, hi = lo - base + offset, hi - base + offset
+        offered = False
+        for i in range(lo, hi):
+            u = indices[i]
+            if offering[u >> 3] >> (u & 7) & 1:
+                offered = True
+                break
+        if offered:
+            best = floor
+        elif bits_only:
+            # No in-neighbour without its bit offers anything (sweep_pages): their values
+            # stay unread, as GAP's step reads only its frontier's bits.
+            continue
+        else:
+            best = relax(values, indices, weights, lo, hi, old, HOP, False, inf, floor)
+        lowered, best_written = lower(values, changed, block_epoch, block_shift, epoch, v, old,
+                                      best, best_written)
+        succeeded += lowered
+    _counted(counters, minimum, chunk, best_written, attempted, succeeded, skipped_strong, 0)
+
+
+@njit(cache=True, nogil=True)
+def _pull_blocks(ticket, v_first, v_end, base, length, page_edges, indptr, indices, weights,
+                 offset, values, op, by_weight, inf, predictor, threshold, light_codes,
+                 light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
+                 minimum, chunk, floor, offering, bits_only, halt):
+    """Pulls blocks of :data:`BLOCK` destinations of [v_first, v_end), each the next one
+    ``ticket`` hands out, until none is left or ``halt[0]`` is set; counters go to row
+    ``chunk``. A worker that is descheduled on a busy machine thus leaves its blocks to
+    the others, as GAP's dynamically scheduled steps do. ``offering`` (BFS; empty: none)
+    picks :func:`_pull_levels`."""
+    while not atomic_load(halt, 0):
+        v0 = v_first + atomic_add(ticket, 0, 1) * BLOCK
+        if v0 >= v_end:
+            break
+        v1 = min(v0 + BLOCK, v_end)
+        if len(offering):
+            _pull_levels(v0, v1, base, length, indptr, indices, weights, offset, values, inf,
+                         floor, changed, block_epoch, block_shift, epoch, counters, minimum,
+                         chunk, offering, bits_only)
+        else:
+            _pull_range(v0, v1, base, length, page_edges, indptr, indices, weights, offset,
+                        values, op, by_weight, inf, predictor, threshold, light_codes,
+                        light_unit, table, states, changed, block_epoch, block_shift, epoch,
+                        counters, minimum, chunk, floor)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -210,8 +275,8 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     unread: relaxing them then could give it only values this sweep writes, and a page
     reading those is active again (seraph.rounds.PageActivity). Pages that follow one
     another both in the graph and in the slots, ascending, are pulled as one span of up to
-    :data:`SPAN_EDGES` edges; the sweep stops within a few thousand vertices once
-    ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every page on this
+    :data:`SPAN_EDGES` edges; the sweep stops within a block of :data:`BLOCK` vertices
+    once ``halt[0]`` is set (:mod:`seraph.interrupts`). Its serial twin pulls every page on this
     thread (:mod:`seraph.kernels`).
 
     Returns (counters summed over chunks, the smallest value written or ``inf``).
@@ -219,6 +284,7 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
     counters = np.zeros((num_chunks, NUM_COUNTERS), dtype=np.int64)
     minimum = np.full(num_chunks, inf, dtype=values.dtype)
     floor = pull_floor(predictor, levels, threshold)
+    ticket = np.zeros(1, dtype=np.int64)  # the next block of the span (_pull_blocks)
     k = 0
     while k < len(pages) and not atomic_load(halt, 0):
         # Pages that lie one after another in the slots too (every page of a resident
@@ -227,17 +293,19 @@ def sweep_pages(pages, offsets, page_edges, num_edges, first_vertex, last_vertex
         # quantum, and a vertex split between two of them is pulled once.
         after, base, length, v_first, v_end = next_span(pages, offsets, page_edges, num_edges,
                                                         first_vertex, last_vertex, k)
-        count = v_end - v_first
-        if not PARALLEL or length < SERIAL_EDGES:
-            _pull_range(v_first, v_first + count, base, length, page_edges, indptr, indices,
-                        weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
-                        light_codes, light_unit, table, states, changed, block_epoch,
-                        block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
-                        floor, offering, bits_only, halt)
+        ticket[0] = 0
+        workers = 1 if not PARALLEL or length < SERIAL_EDGES else \
+            min(num_chunks, -(-(v_end - v_first) // BLOCK))
+        if workers == 1:
+            _pull_blocks(ticket, v_first, v_end, base, length, page_edges, indptr, indices,
+                         weights, offsets[k], values, op, by_weight, inf, predictor, threshold,
+                         light_codes, light_unit, table, states, changed, block_epoch,
+                         block_shift, epoch, counters, minimum, np.int64(0),  # see _pull_chunks
+                         floor, offering, bits_only, halt)
         else:
-            _pull_chunks(v_first, count, min(num_chunks, count), base, length, page_edges,
-                         indptr, indices, weights, offsets[k], values, op, by_weight, inf,
-                         predictor, threshold, light_codes, light_unit, table, states, changed,
+            _pull_chunks(ticket, v_first, v_end, workers, base, length, page_edges, indptr,
+                         indices, weights, offsets[k], values, op, by_weight, inf, predictor,
+                         threshold, light_codes, light_unit, table, states, changed,
                          block_epoch, block_shift, epoch, counters, minimum, floor, offering,
                          bits_only, halt)
         k = after
@@ -270,19 +338,18 @@ def next_span(pages, offsets, page_edges, num_edges, first_vertex, last_vertex, 
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _pull_chunks(v_first, count, chunks, base, length, page_edges, indptr, indices, weights,
-                 offset, values, op, by_weight, inf, predictor, threshold, light_codes,
+def _pull_chunks(ticket, v_first, v_end, workers, base, length, page_edges, indptr, indices,
+                 weights, offset, values, op, by_weight, inf, predictor, threshold, light_codes,
                  light_unit, table, states, changed, block_epoch, block_shift, epoch, counters,
                  minimum, floor, offering, bits_only, halt):
-    """Pulls a span's destinations as ``chunks`` vertex ranges in parallel."""
-    for c in prange(chunks):
-        # An int64 chunk index, as sweep_pages passes: prange's index type (int64 while
-        # typing, uint64 once parallelised) would compile _pull_range twice more.
-        _pull_range(v_first + count * c // chunks, v_first + count * (c + 1) // chunks, base,
-                    length, page_edges, indptr, indices, weights, offset, values, op,
-                    by_weight, inf, predictor, threshold, light_codes, light_unit, table, states,
-                    changed, block_epoch, block_shift, epoch, counters, minimum, np.int64(c),
-                    floor, offering, bits_only, halt)
+    """Pulls a span's destinations on ``workers`` workers in parallel (_pull_blocks)."""
+    for c in prange(workers):
+        # An int64 worker index, as sweep_pages passes: prange's index type (int64 while
+        # typing, uint64 once parallelised) would compile _pull_blocks twice more.
+        _pull_blocks(ticket, v_first, v_end, base, length, page_edges, indptr, indices,
+                     weights, offset, values, op, by_weight, inf, predictor, threshold,
+                     light_codes, light_unit, table, states, changed, block_epoch, block_shift,
+                     epoch, counters, minimum, np.int64(c), floor, offering, bits_only, halt)
 
 
 @kernel(cache=True, parallel=True)
