@@ -121,13 +121,14 @@ def offering_floor(values, floor, inf):
     bits = np.empty((len(values) + 7) >> 3, dtype=np.uint8)  # each word written once
     beyond = 0
     for w in prange(len(bits)):
-        word = 0
+        # Without branches: a late round's values fall either side of the floor at random.
+        word = count = 0
         for v in range(8 * w, min(8 * w + 8, len(values))):
-            if values[v] < floor:
-                word |= 1 << (v - 8 * w)
-            elif values[v] != inf:
-                beyond += 1
+            value = values[v]
+            word |= np.uint8(value < floor) << (v - 8 * w)
+            count += (value >= floor) & (value != inf)
         bits[w] = word
+        beyond += count
     return bits, beyond
 
 
