@@ -1,6 +1,7 @@
 """The CPU pull sweep (seraph/backends/cpu/pull.py): pages swept one at a time or as spans,
-on the serial twin or the parallel one, reach the same fixpoint, and the weak predictor
-skips no vertex whose in-edges a span holds across pages. And the check of the changes a
+on the serial twin or the parallel one, reach the same fixpoint, the weak predictor
+skips no vertex whose in-edges a span holds across pages, and a BFS sweep on the frontier's
+bits alone reads no value they do not offer. And the check of the changes a
 sweep hands on (seraph/backends/activity.py, flagged_below)."""
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seraph.backends.activity import flagged_below
-from seraph.backends.cpu.pull import NO_BITS, sweep_pages
+from seraph.backends.cpu.pull import NO_BITS, offering_floor, sweep_pages
 from seraph.interrupts import STOP
 from seraph.operators import HOP, infinity
-from seraph.predictors import NONE, WEAK
+from seraph.predictors import NONE, STRONG, WEAK
 
 INF = infinity(HOP)
 
@@ -35,7 +36,7 @@ def paged(n: int, src: np.ndarray, dst: np.ndarray, page_edges: int):
 
 
 def sweep(twin, indptr, indices, first, last, page_edges, values, pages, predictor=NONE,
-          table=None, states=None):
+          table=None, states=None, threshold=-1, offering=NO_BITS, bits_only=False):
     """One sweep of ``pages`` (listed in one call) over a resident graph; returns the
     counters."""
     m = len(indices)
@@ -43,9 +44,9 @@ def sweep(twin, indptr, indices, first, last, page_edges, values, pages, predict
     states = np.zeros(0, np.uint8) if states is None else states
     counters, _ = twin(pages, pages * page_edges, page_edges, m, first, last, indptr, indices,
                        np.zeros(0, np.int32), values, HOP, False, True, INF, predictor,
-                       np.int32(-1), np.zeros(1, np.uint8), np.float32(0), table, states,
+                       np.int32(threshold), np.zeros(1, np.uint8), np.float32(0), table, states,
                        np.zeros(len(values), np.uint8), np.zeros(len(values), np.int64), 0, 1,
-                       4, NO_BITS, False, STOP)
+                       4, offering, bits_only, STOP)
     return counters
 
 
@@ -95,6 +96,21 @@ def test_a_span_attempts_a_vertex_split_between_pages_whatever_its_weak_state(tw
                      np.arange(3, dtype=np.int64), WEAK, table, states)
     assert values[3] == 1 and values[4] == INF
     assert counters[3] == 1  # vertex 4 skipped, vertex 3 attempted
+
+
+@pytest.mark.parametrize("twin", ["serial", "parallel"])
+@pytest.mark.parametrize("bits_only", [False, True])
+def test_a_bfs_sweep_on_the_bits_alone_reads_no_value_they_do_not_offer(twin, bits_only):
+    # The chain 0 -> 1 -> 2 at floor 1: vertex 1 takes the floor from 0's bit, and vertex 2
+    # level 2 from the value 1 took earlier in the same sweep only where values are read.
+    indptr, indices, first, last = paged(3, np.array([0, 1]), np.array([1, 2]), 2)
+    values = np.array([0, INF, INF], np.int32)
+    bits, beyond = getattr(offering_floor, twin)(values, np.int32(1), INF)
+    assert beyond == 0 and bits.tolist() == [1]
+    sweep(getattr(sweep_pages, twin), indptr, indices, first, last, 2, values,
+          np.arange(len(first), dtype=np.int64), STRONG, threshold=1, offering=bits,
+          bits_only=bits_only)
+    assert values.tolist() == [0, 1, INF if bits_only else 2]
 
 
 @pytest.mark.parametrize("twin", ["serial", "parallel"])
