@@ -112,7 +112,6 @@ def patched(owner, name: str, value) -> Iterator[None]:
 
 # --------------------------------------------------------------------------- subcommands
 def rounds(graph: seraph.Graph, args) -> None:
-    from seraph.backends.cpu.bottom_up import unsettled
     from seraph.lightest import NO_BOUND
     from seraph.rounds import SparseRounds
 
@@ -125,12 +124,17 @@ def rounds(graph: seraph.Graph, args) -> None:
     print("after              threshold  plain rule  lightest in-edge  not yet final")
 
     def report(run_: scheduler.Run, what: str) -> None:
-        # The open vertices as the engine's own bottom-up count finds them (no limit).
+        # The open vertices as the engine's strong rule finds them (lightest.proven).
         values = run_.be.host_values().astype(np.float32)
         threshold = run_.proven  # what the engine's bottom-up rounds stand on
-        plain = unsettled(values, indptr, threshold, graph.num_edges + 1, NO_BOUND)
-        lightest = unsettled(values, indptr, threshold, graph.num_edges + 1,
-                             run_.be.strong_bound(threshold))
+
+        def unsettled(bound):
+            codes, unit = bound
+            added = codes.astype(np.float32) * unit if unit > 0 else np.float32(0)
+            return np.flatnonzero((in_degrees > 0) & (values > np.float32(threshold) + added))
+
+        plain = unsettled(NO_BOUND)
+        lightest = unsettled(run_.be.strong_bound(threshold))
         not_final = np.flatnonzero((in_degrees > 0) & (values != final))
         print(f"{what:18} {float(threshold):9.1f}  " + "  ".join(
             f"{in_degrees[vertices].sum() / m:10.1%}" for vertices in (plain, lightest,

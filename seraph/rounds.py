@@ -230,7 +230,8 @@ class SparseRounds:
 
     def bottom_up(self) -> bool:
         """A round that pulls the vertices not yet proven final, when their in-edges are
-        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran. It
+        few enough (see :mod:`seraph.backends.cpu.bottom_up`); returns whether it ran (one
+        that stopped at the edge limit did not, though its changes stand). It
         stands on the last proven threshold (:meth:`Run.prove`), and under the weak
         predictor it also settles every debt: a vertex that owes an attempt is pulled, or
         proven final."""
@@ -243,19 +244,23 @@ class SparseRounds:
         if res is None:
             return False
         run.epoch += 1
-        # Every vertex that could change pulled after every change so far: only this
-        # round's own changes can make a page active.
-        run.activity.pulled_everything(run.epoch)
         s = run.stats
-        s.bottom_up_rounds += 1
-        s.sparse_rounds += 1
         s.edges_pulled_bottom_up += res.edges
         s.updates_attempted += res.attempted
         s.updates_succeeded += res.succeeded
+        s.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
+        if not res.complete:
+            # Its changes are marked as a sweep's, and every page active before it still
+            # is: the dense round that follows attempts what it did not, and logs its work.
+            return False
+        # Every vertex that could change pulled after every change so far: only this
+        # round's own changes can make a page active.
+        run.activity.pulled_everything(run.epoch)
+        s.bottom_up_rounds += 1
+        s.sparse_rounds += 1
         run.owes = False
         run.end_round(res.succeeded, res.minimum)
         s.log_round("bottom-up")
-        s.sparse_time += time.perf_counter() - start - (compile_seconds() - compiled)
         run.trace.add("bottom-up", start - run.t0, time.perf_counter() - run.t0,
                       vertices=res.attempted, edges=res.edges)
         progress.round_done("bottom-up", run.stats)

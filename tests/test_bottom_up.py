@@ -6,7 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seraph.backends.cpu.bottom_up import pull_round, unsettled
+from seraph.backends.cpu import bottom_up
+from seraph.backends.cpu.bottom_up import SAMPLES, pull_unsettled
+from seraph.backends.cpu.pull import BLOCK
 from seraph.operators import DISTANCE, HOP, LABEL, infinity, value_dtype
 
 
@@ -20,7 +22,7 @@ def csc(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 @st.composite
 def rounds(draw):
-    """A graph, values (some unreached) and a set of distinct vertices to pull."""
+    """A graph, values (some unreached) and a threshold (-1: none, every vertex open)."""
     n = draw(st.integers(1, 40))
     m = draw(st.integers(0, 150))
     seed = draw(st.integers(0, 2**32 - 1))
@@ -32,87 +34,91 @@ def rounds(draw):
     inf = infinity(mode)
     values = rng.integers(0, 3 * n, n).astype(value_dtype(mode))
     values[rng.random(n) < 0.3] = inf
-    vertices = np.flatnonzero(rng.random(n) < 0.5).astype(np.int64)
-    return mode, indptr, indices, weights, values, vertices
+    threshold = draw(st.sampled_from([-1, n, 2 * n]))
+    return mode, indptr, indices, weights, values, threshold
 
 
-def check_pull(mode, indptr, indices, weights, values, vertices) -> None:
-    """What a round promises, whatever order its parallel pieces read each other's writes
-    in: only the pulled vertices change, never upwards; each new value is at most the pull
-    over the old values and is some in-neighbour's final value plus its edge weight."""
+def pulled(mode, indptr, indices, weights, vals: np.ndarray, v: int):
+    """v's pull over all of its in-edges from ``vals``."""
+    inf = infinity(mode)
+    best = inf
+    for e in range(indptr[v], indptr[v + 1]):
+        u = indices[e]
+        if vals[u] == inf:
+            continue
+        w = 1 if mode == HOP else 0 if mode == LABEL else weights[e]
+        best = min(best, vals.dtype.type(vals[u] + w))
+    return best
+
+
+def check_pull(mode, indptr, indices, weights, values, threshold, limit=np.inf) -> None:
+    """What a round promises, whatever order its threads read each other's writes in: only
+    the open vertices (above the threshold, with in-edges) change, never upwards; each new
+    value is at most the pull over the old values and is some in-neighbour's final value
+    plus its edge weight. It runs, whole, where their in-edges are fewer than ``limit``;
+    otherwise it stops (here where the sample, every vertex of a small graph, sees it)."""
     inf = infinity(mode)
     old = values.copy()
-    # No threshold (-1): these values stand for no round, so each pull takes every in-edge.
-    changed, minimum, edges = pull_round(indptr, indices, weights, values, vertices, mode,
-                                         inf, -1)
-
-    def pulled(vals: np.ndarray, v: int):
-        best = inf
-        for e in range(indptr[v], indptr[v + 1]):
-            u = indices[e]
-            if vals[u] == inf:
-                continue
-            w = 1 if mode == HOP else 0 if mode == LABEL else weights[e]
-            best = min(best, vals.dtype.type(vals[u] + w))
-        return best
-
-    assert edges == int(np.diff(indptr)[vertices].sum())
-    np.testing.assert_array_equal(changed, vertices[values[vertices] < old[vertices]])
-    untouched = np.setdiff1d(np.arange(len(values)), vertices)
-    np.testing.assert_array_equal(values[untouched], old[untouched])
-    for v in vertices:
+    degree = np.diff(indptr)
+    open_ = np.flatnonzero((old > threshold) & (degree > 0))
+    res = pull_unsettled(indptr, indices, weights, values, threshold, limit, mode, inf)
+    if degree[open_].sum() >= limit:
+        assert len(values) > SAMPLES or res is None
+        if res is None:
+            np.testing.assert_array_equal(values, old)
+            return
+        assert not res.complete
+    else:
+        assert res.complete
+        assert (res.attempted, res.edges) == (len(open_), int(degree[open_].sum()))
+    np.testing.assert_array_equal(res.lowered, np.flatnonzero(values < old))
+    assert np.isin(res.lowered, open_).all()
+    for v in open_:
         assert values[v] <= old[v]
-        assert values[v] <= pulled(old, v)
-        assert values[v] == old[v] or values[v] >= pulled(values, v)
-    assert minimum == (values[changed].min() if len(changed) else inf)
+        if res.complete:
+            assert values[v] <= pulled(mode, indptr, indices, weights, old, v)
+        assert values[v] == old[v] or values[v] >= pulled(mode, indptr, indices, weights,
+                                                           values, v)
+    assert res.minimum == (values[res.lowered].min() if len(res.lowered) else inf)
 
 
 @settings(max_examples=200, deadline=None)
-@given(case=rounds())
-def test_a_bottom_up_round_pulls_exactly_the_given_vertices(case):
-    check_pull(*case)
+@given(case=rounds(), limit=st.sampled_from([0, 5, 50, np.inf]))
+def test_a_bottom_up_round_pulls_exactly_the_open_vertices(case, limit):
+    check_pull(*case, limit)
 
 
-def test_a_large_bottom_up_round_splits_its_edges_between_threads(all_threads):
+def test_a_large_bottom_up_round_shares_its_blocks_between_threads(all_threads):
     rng = np.random.default_rng(3)
-    n, m = 3000, 60000
+    n, m = 30000, 600000
     src = rng.integers(0, n, m)
     dst = np.where(rng.random(m) < 0.2, 7, rng.integers(0, n, m))  # vertex 7 is a hub
     indptr, indices, order = csc(n, src, dst)
     weights = rng.integers(0, 9, m).astype(np.float32)[order]
     values = rng.integers(0, 50, n).astype(np.float32)
     values[rng.random(n) < 0.5] = np.inf
-    check_pull(DISTANCE, indptr, indices, weights, values, np.arange(0, n, 2, dtype=np.int64))
+    check_pull(DISTANCE, indptr, indices, weights, values, 40)
 
 
-def check_unsettled(n: int, seed: int, threshold: int, limit: int) -> None:
-    rng = np.random.default_rng(seed)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(rng.integers(0, 4, n), out=indptr[1:])
-    values = rng.integers(0, 10, n).astype(np.int32)
-    values[rng.random(n) < 0.2] = infinity(HOP)
-    degree = np.diff(indptr)
-    expected = np.flatnonzero((values > threshold) & (degree > 0))
-    got = unsettled(values, indptr, threshold, limit)
-    if degree[expected].sum() >= limit:
-        assert got is None
-    else:
-        assert got.dtype == np.int64
-        np.testing.assert_array_equal(got, expected)
-
-
-@settings(max_examples=200, deadline=None)
-@given(n=st.integers(1, 300), seed=st.integers(0, 2**32 - 1), threshold=st.integers(-1, 12),
-       limit=st.integers(0, 400))
-def test_unsettled_lists_vertices_with_in_edges_above_the_threshold(n, seed, threshold,
-                                                                    limit):
-    check_unsettled(n, seed, threshold, limit)
-
-
-def test_unsettled_counts_and_lists_in_parallel_chunks(all_threads):
-    # 300,000 vertices are five chunks; the first limit is met, the second not.
-    for limit in (10**5, 10**6):
-        check_unsettled(300_000, 4, 8, limit)
+def test_a_round_that_meets_its_limit_stops_between_blocks(monkeypatch):
+    """Where the open vertices' in-edges reach the limit partway, the blocks pulled before
+    stand (every open vertex of them pulled over all of its in-edges) and no later block
+    is; the round is not complete. The sample, one vertex here, does not see it coming."""
+    monkeypatch.setattr(bottom_up, "SAMPLES", 1)
+    n = 5 * BLOCK
+    indptr = np.arange(n + 1, dtype=np.int64)  # vertex v's one in-edge comes from v - 1
+    indices = (np.arange(n) - 1).clip(0).astype(np.int32)
+    inf = infinity(HOP)
+    values = np.full(n, inf, dtype=value_dtype(HOP))
+    values[::2] = 0
+    values[0] = 0  # the sample's vertex is settled
+    # A small graph's round runs on this thread, its blocks in order, each with BLOCK / 2
+    # open vertices: the third meets the limit.
+    got = pull_unsettled(indptr, indices, None, values, 0, 2.5 * BLOCK / 2, HOP, inf)
+    assert got is not None and not got.complete
+    assert got.attempted == BLOCK and got.edges == BLOCK
+    np.testing.assert_array_equal(got.lowered, np.arange(1, 2 * BLOCK, 2))
+    assert (values[1:2 * BLOCK:2] == 1).all() and (values[2 * BLOCK + 1::2] == inf).all()
 
 
 def test_a_bfs_pull_stops_at_the_lowest_level_it_can_get():
@@ -125,6 +131,23 @@ def test_a_bfs_pull_stops_at_the_lowest_level_it_can_get():
     inf = infinity(HOP)
     for threshold, level in ((3, 3), (-1, 1)):
         values = np.array([inf, 2, 0], dtype=value_dtype(HOP))
-        pull_round(indptr, indices, None, values, np.array([0]), HOP, inf, threshold,
-                   levels=True)
+        pull_unsettled(indptr, indices, None, values, threshold, np.inf, HOP, inf,
+                       levels=True)
         assert values[0] == level
+
+
+def test_threads_that_meet_the_limit_leave_whole_blocks(all_threads, monkeypatch):
+    """On every thread, blocks taken in any order: each block is pulled whole or not at
+    all, and the round that met its limit is not complete."""
+    monkeypatch.setattr(bottom_up, "SAMPLES", 1)
+    n = 16 * BLOCK
+    indptr = np.arange(n + 1, dtype=np.int64)
+    indices = (np.arange(n) - 1).clip(0).astype(np.int32)
+    inf = infinity(HOP)
+    values = np.full(n, inf, dtype=value_dtype(HOP))
+    values[::2] = 0
+    got = pull_unsettled(indptr, indices, None, values, 0, 5 * BLOCK, HOP, inf)
+    assert got is not None and not got.complete
+    per_block = (values[1::2] == 1).reshape(16, BLOCK // 2)
+    assert (per_block.all(axis=1) | ~per_block.any(axis=1)).all()
+    assert got.attempted == got.edges == len(got.lowered) == per_block.sum()

@@ -30,7 +30,7 @@ from seraph import rounds, schedules
 from seraph.algorithms import cc, get, sswp
 from seraph.backends import backend_class
 from seraph.backends.activity import page_source_blocks, pages_active
-from seraph.backends.cpu.pull import SERIAL_EDGES
+from seraph.backends.cpu.pull import BLOCK, SERIAL_EDGES
 from seraph.backends.layout import Layout
 from seraph.graph import Graph
 from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
@@ -737,6 +737,39 @@ def test_the_cpu_takes_a_bottom_up_rounds_changes_as_listed(algorithm, sleepy, m
     assert any(out is not None and len(out) for out, _ in taken)
     for out, lowered in taken:
         assert out is None or np.array_equal(out, lowered)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("predictor", ["strong", "sleepy"])
+def test_a_bottom_up_round_stopped_at_its_limit_leaves_the_rest_to_a_dense_round(
+        algorithm, predictor, sleepy, monkeypatch):
+    """A CPU bottom-up round that meets its edge limit partway (bottom_up.pull_unsettled)
+    keeps what it pulled and is no round: the dense round after it attempts the rest. The
+    test makes it stop there: its sample is one vertex, and the limit half of the edges of
+    a graph of three blocks of vertices. The answers are scipy's, and the round log
+    adds up (check_run)."""
+    import seraph.backends.cpu.backend as cpu
+    from seraph.backends.cpu import bottom_up
+
+    monkeypatch.setattr(bottom_up, "SAMPLES", 1)
+    monkeypatch.setattr(cpu.CpuBackend, "bottom_up_edge_limit",
+                        lambda backend, push_limit, num_edges: num_edges / 2)
+    pull, stopped = cpu.CpuBackend.bottom_up, []
+
+    def counting(be, *args):
+        res = pull(be, *args)
+        stopped.append(res is not None and not res.complete)
+        return res
+
+    monkeypatch.setattr(cpu.CpuBackend, "bottom_up", counting)
+    rng = np.random.default_rng(11)
+    n, m = 3 * BLOCK, 6 * BLOCK
+    weight = None if algorithm == "cc" else tuple(rng.integers(1, 4, m).astype(float))
+    edges = Edges(n, tuple(rng.integers(0, n, m)), tuple(rng.integers(0, n, m)), weight,
+                  symmetric=algorithm == "cc")
+    check_run(algorithm, edges, 0, Config("pipelined", predictor, 4096, None, 8.0), sleepy,
+              "cpu", cached_graph(edges, 4096))
+    assert any(stopped)
 
 
 def test_a_dense_round_takes_what_a_bottom_up_round_changed(monkeypatch, device):

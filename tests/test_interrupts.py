@@ -642,19 +642,20 @@ def test_union_find_links_nothing_once_stopped(stop_flag):
 
 
 def test_a_bottom_up_round_pulls_nothing_once_stopped(stop_flag):
-    from seraph.backends.cpu.bottom_up import pull_round, unsettled
+    from seraph.backends.cpu.bottom_up import pull_unsettled
     from seraph.operators import HOP, infinity
 
     indptr, indices = chain()
     csc_indptr = np.r_[0, np.arange(CHAIN)].astype(np.int64)  # vertex v > 0 has v - 1
     values = np.full(CHAIN, infinity(HOP), dtype=np.int32)
     values[0] = 0
-    stop_flag[0] = 0
-    vertices = unsettled(values, csc_indptr, 0, 1 << 40)
-    stop_flag[0] = signal.SIGINT
-    lowered, _minimum, _edges = pull_round(csc_indptr, indices - 1, None, values, vertices,
-                                           HOP, infinity(HOP), 0)
-    assert len(lowered) == 0 and values[1] == infinity(HOP)
+    assert pull_unsettled(csc_indptr, indices - 1, None, values, 0, 1 << 40, HOP,
+                          infinity(HOP)) is None
+    assert values[1] == infinity(HOP)
+    stop_flag[0] = 0  # what waits is all it takes to go on
+    assert pull_unsettled(csc_indptr, indices - 1, None, values, 0, 1 << 40, HOP,
+                          infinity(HOP)).complete
+    assert values[1] == 1
 
 
 # -- the watcher thread ----------------------------------------------------------------------

@@ -58,6 +58,9 @@ class BottomUpResult:
     succeeded: int
     minimum: object  # smallest value written, or the algorithm's infinity
     edges: int  # in-edges read
+    #: Whether it pulled every vertex above the threshold (a round); where it stopped at
+    #: the edge limit what it pulled stands, and a dense round attempts the rest.
+    complete: bool = True
 
 
 @dataclass
@@ -422,7 +425,9 @@ class Backend(ABC):
         """A bottom-up round (:mod:`seraph.backends.cpu.bottom_up`), when the vertices with
         in-edges whose value is above ``threshold`` have fewer than ``edge_limit`` of them
         (None: it did not run). Each such vertex pulls all of its in-edges; the vertices
-        lowered are flagged changed and their blocks marked with ``epoch``, as a sweep's are."""
+        lowered are flagged changed and their blocks marked with ``epoch``, as a sweep's are.
+        A backend that finds the limit met partway may return what it pulled with
+        ``complete`` False: those changes are a dense sweep's, and no round."""
 
     @abstractmethod
     def take_owing_pages(self) -> np.ndarray:

@@ -30,7 +30,7 @@ from seraph.backends.caches import (
     out_degrees,
     take_pooled,
 )
-from seraph.backends.cpu.bottom_up import pull_round, unsettled
+from seraph.backends.cpu.bottom_up import pull_unsettled
 from seraph.backends.cpu.gather import (
     EDGES_READ,
     gather_pages,
@@ -354,23 +354,22 @@ class CpuBackend(HostPush):
                                                                    np.int64(1))
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
-        vertices = unsettled(self.values, self.indptr, threshold, edge_limit,
-                             self.strong_bound(threshold))
-        if vertices is None:
-            return None
-        indices = self.graph.csc()[1]
         alg = self.algorithm
-        lowered, minimum, edges = pull_round(self.indptr, indices,
-                                             graph_operands(self.graph, alg.op, "csc"),
-                                             self.values, vertices, alg.op, alg.inf,
-                                             threshold, self._by_weight, alg.levels)
-        if self.changed is _NO_FLAGS and self._lowered is None:
+        res = pull_unsettled(self.indptr, self.graph.csc()[1],
+                             graph_operands(self.graph, alg.op, "csc"), self.values,
+                             threshold, edge_limit, alg.op, alg.inf,
+                             self.strong_bound(threshold), self._by_weight, alg.levels)
+        if res is None:
+            return None
+        lowered = res.lowered
+        if res.complete and self.changed is _NO_FLAGS and self._lowered is None:
             self._lowered = lowered
-        else:
+        else:  # a dense round follows a partial pull, and takes its changes from the flags
             self._flags()[lowered] = 1
         self._touch(lowered)
         self.mark_blocks(lowered, epoch)
-        return BottomUpResult(len(vertices), len(lowered), minimum, edges)
+        return BottomUpResult(res.attempted, len(lowered), res.minimum, res.edges,
+                              res.complete)
 
     def take_owing_pages(self) -> np.ndarray:
         g = self.graph
