@@ -92,7 +92,8 @@ class Waiting:
         self.xp, self.delta, self.values, self.degrees = xp, delta, values, degrees
         self.buckets: dict[int, list] = {}
         self.held: dict[int, list[int]] = {}  # a bucket's entries and their out-edges
-        self.clean: set[int] = set()  # buckets made one entry, unique and none stale
+        #: Buckets of one entry, none of it stale: taken as they are, their edges as counted.
+        self.clean: set[int] = set()
         self.edges = 0  # the entries' out-edges, stale ones counted until dropped
         self.count = 0  # the entries, stale ones counted until dropped
 
@@ -103,21 +104,26 @@ class Waiting:
     def add(self, vertices) -> None:
         """Files ``vertices`` (unique, ascending) by their values."""
         xp = self.xp
-        vertices = vertices[self.degrees[vertices] > 0]
-        if not len(vertices):
+        degrees = self.degrees[vertices]
+        # One read of the device: the vertices with out-edges, and those edges.
+        count, edges = (int(x) for x in on_host(xp.stack((
+            xp.count_nonzero(degrees), degrees.astype(xp.int64).sum()))))
+        if count < len(vertices):
+            vertices = vertices[degrees > 0]
+        if not count:
             return
         if self.delta is None:
-            self._file(0, vertices, out_edges(self.degrees, vertices))
+            self._file(0, vertices, edges)
             return
         keys = self._keys(vertices)
         low, high = (int(k) for k in on_host(xp.stack((keys.min(), keys.max()))))
         # A vertex filed here may have an entry in a farther bucket, stale from now on.
         self.clean = {key for key in self.clean if key < low}
         if low == high:
-            self._file(low, vertices, out_edges(self.degrees, vertices))
+            self._file(low, vertices, edges)
             return
-        # A stable sort by bucket keeps each bucket's vertices ascending: numpy radix sorts
-        # 16-bit keys (cupy's sorts are radix sorts, always stable).
+        # A stable sort by bucket keys keeps each bucket's vertices ascending: numpy radix
+        # sorts 16-bit keys (cupy's sorts are radix sorts, always stable).
         keys -= low
         if high - low < 1 << 16:
             keys = keys.astype(xp.uint16)
@@ -136,13 +142,18 @@ class Waiting:
             self._file(key + low, vertices[start:end], upto - before)
 
     def _file(self, key: int, vertices, edges: int) -> None:
-        self.buckets.setdefault(key, []).append(vertices)
+        """Files ``vertices`` (unique, ascending, their values in bucket ``key``)."""
+        entries = self.buckets.setdefault(key, [])
+        entries.append(vertices)
         held = self.held.setdefault(key, [0, 0])
         held[0] += len(vertices)
         held[1] += edges
         self.count += len(vertices)
         self.edges += edges
-        self.clean.discard(key)
+        if len(entries) == 1:
+            self.clean.add(key)
+        else:
+            self.clean.discard(key)
 
     def _drop(self, key: int) -> list:
         """Bucket ``key``'s entries, no longer counted."""
@@ -155,24 +166,34 @@ class Waiting:
     def _keys(self, vertices):
         return self.xp.floor(self.values[vertices] / self.delta).astype(np.int64)
 
-    def _fresh(self, keys: list[int]):
+    def _fresh(self, keys: list[int]) -> tuple[object, int]:
         """The vertices of buckets ``keys`` (the nearest, ascending), unique, none stale,
-        ascending; the buckets are dropped."""
+        ascending, and their out-edges; the buckets are dropped."""
         xp = self.xp
-        if len(keys) == 1 and keys[0] in self.clean:
-            return self._drop(keys[0])[0]
-        entries, fresh = [], []
-        for key in keys:
-            for entry in self._drop(key):
-                entries.append(entry)
-                if self.delta is not None:
-                    # Stale where its vertex's value moved to a nearer bucket (whose entry
-                    # may have been taken already).
-                    fresh.append(self._keys(entry) >= key)
-        both = entries[0] if len(entries) == 1 else xp.concatenate(entries)
-        if fresh:
-            both = both[fresh[0] if len(fresh) == 1 else xp.concatenate(fresh)]
-        return xp.unique(both)
+        if all(key in self.clean for key in keys):
+            edges = sum(self.held[key][1] for key in keys)
+            taken = [self._drop(key)[0] for key in keys]
+            return (taken[0] if len(taken) == 1 else xp.sort(xp.concatenate(taken))), edges
+        entries = [(key, entry) for key in keys for entry in self._drop(key) if len(entry)]
+        if not entries:
+            return xp.empty(0, xp.int64), 0
+        both = xp.concatenate([entry for _, entry in entries])
+        if self.delta is not None:
+            # Stale where its vertex's value moved to a nearer bucket than its entry's
+            # (whose entry may have been taken already).
+            both = both[self._keys(both) >= self._entry_keys(entries)]
+        both = xp.unique(both)
+        return both, out_edges(self.degrees, both)
+
+    def _entry_keys(self, entries: list[tuple[int, object]]):
+        """The bucket key of each entry's every vertex, in the entries' order: a running
+        sum of the key steps, set where each entry starts."""
+        xp = self.xp
+        lengths = np.array([len(entry) for _, entry in entries])
+        keys = np.array([key for key, _ in entries], dtype=np.int64)
+        steps = xp.zeros(int(lengths.sum()), dtype=xp.int64)
+        steps[xp.asarray(np.cumsum(lengths) - lengths)] = xp.asarray(np.diff(keys, prepend=0))
+        return xp.cumsum(steps)
 
     def _nearest(self) -> tuple[int, object]:
         """The nearest bucket's key and its vertices (ascending, unique, none stale), kept
@@ -181,10 +202,9 @@ class Waiting:
             key = min(self.buckets)
             if key in self.clean:
                 return key, self.buckets[key][0]
-            vertices = self._fresh([key])
+            vertices, edges = self._fresh([key])
             if len(vertices):
-                self._file(key, vertices, out_edges(self.degrees, vertices))
-                self.clean.add(key)
+                self._file(key, vertices, edges)
                 return key, vertices
         return 0, self.xp.empty(0, self.xp.int64)
 
@@ -206,10 +226,10 @@ class Waiting:
                     break
                 batch.append(key)
                 bound += self.held[key][1]
-            vertices = self._fresh(batch)
+            vertices, out = self._fresh(batch)
             if len(vertices):
                 taken.append(vertices)
-                held += out_edges(self.degrees, vertices)
+                held += out
         if len(taken) <= 1:
             return (taken[0] if taken else self.xp.empty(0, self.xp.int64)), held
         return self.xp.sort(self.xp.concatenate(taken)), held
@@ -218,7 +238,7 @@ class Waiting:
         """Drops every stale entry, so that :attr:`count` and :attr:`edges` count each
         waiting vertex once: a vertex lowered in several steps has an entry from each."""
         if self.buckets:
-            self.add(self._fresh(sorted(self.buckets)))
+            self.add(self._fresh(sorted(self.buckets))[0])
 
     def nearest_minimum(self) -> float:
         """The smallest value waiting (a bound on every later update's value)."""
@@ -308,7 +328,7 @@ class PartRun(Run):
                     return True
                 if not filed or not self._pushes(waiting):
                     # The dense rounds take what still waits: its blocks cross, not its ids.
-                    self._mark(on_host(self.x.blocks(waiting.drain())))
+                    self._mark(on_host(waiting.drain()))
                     sparse = False
                     self.stats.switches_to_dense += 1
                 continue

@@ -53,6 +53,16 @@ def device_bytes(num_vertices: int, value_bytes: int) -> int:
         + (1 << 16)
 
 
+def scatter_min(xp, values, ids, offers) -> None:
+    """``values[ids] = min(values[ids], offers)``, where ``ids`` may repeat."""
+    if xp is np:
+        np.minimum.at(values, ids, offers)
+    else:
+        import cupyx
+
+        cupyx.scatter_min(values, ids, offers)
+
+
 def out_edges(degrees, vertices) -> int:
     """The out-edges of ``vertices`` (``degrees``: out-degrees, in the same memory). The
     gathered degrees are widened before the sum: cupy compiles a sum that widens as it
@@ -96,7 +106,7 @@ class Step:
     changes: Changes
     succeeded: int  # the updates that succeeded, on all workers
     minimum: float  # the smallest value any worker's round wrote (inf: none)
-    marks: np.ndarray  # a vertex of each source block lowered here by another worker
+    marks: np.ndarray  # vertices lowered here by another worker, whose blocks to mark (host)
 
 
 class Exchange:
@@ -146,27 +156,20 @@ class Exchange:
     def _sparse(self, own, counts: list[int], listed: bool) -> tuple[Changes, np.ndarray]:
         """Each worker's lowered vertices and values (``own``: their ids where ``listed``,
         else a flag for each of its part's vertices), gathered by all; each takes the
-        smaller value of every vertex another worker lowered (a worker lists a vertex once,
-        so worker by worker no vertex repeats within an assignment)."""
+        smallest value offered for every vertex. A worker's own offers are its values, so
+        only another's can lower one here: those are the marks."""
         be, xp, comm = self.be, self.xp, self.comm
         values = be.vector("values")
-        ends = np.cumsum([0, *counts])
         with be.vector_steps():
             ids = (own if listed else xp.flatnonzero(own) + self.lo).astype(xp.int32)
             gathered = comm.allgatherv(ids, counts)
             offered = comm.allgatherv(values[ids], counts)
-            lowered = []
-            for r in range(comm.size):
-                if r == comm.rank or counts[r] == 0:
-                    continue
-                theirs, offer = gathered[ends[r]:ends[r + 1]], offered[ends[r]:ends[r + 1]]
-                mine = values[theirs]
-                lowered.append(theirs[offer < mine])
-                values[theirs] = xp.minimum(mine, offer)
+            lowered = gathered[offered < values[gathered]]
+            scatter_min(xp, values, gathered, offered)
             changed = xp.unique(gathered)
             self.snapshot[changed] = values[changed]
-            marks = self.blocks(xp.concatenate(lowered)) if lowered else xp.empty(0, xp.int64)
-            return Changes(len(changed), ids=changed.astype(xp.int64)), on_host(marks)
+            return Changes(len(changed), ids=changed.astype(xp.int64)), \
+                on_host(lowered).astype(np.int64)
 
     def _dense(self, own, listed: bool) -> tuple[Changes, np.ndarray]:
         """The value vectors reduced by an elementwise min; the changed flags are this
@@ -188,11 +191,6 @@ class Exchange:
             marks = on_host(self._flagged_blocks(lowered))
             count = int(changed.sum())
         return Changes(count, mask=changed, steps=be.vector_steps), marks
-
-    def blocks(self, ids):
-        """A vertex of each source block holding one of ``ids`` (what the backend marks)."""
-        shift = self.be.layout.block_shift
-        return self.xp.unique(ids.astype(self.xp.int64) >> shift) << shift
 
     def _flagged_blocks(self, flags):
         """A vertex of each source block where ``flags`` has one set."""
