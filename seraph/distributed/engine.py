@@ -105,9 +105,10 @@ class Waiting:
         """Files ``vertices`` (unique, ascending) by their values."""
         xp = self.xp
         degrees = self.degrees[vertices]
-        # One read of the device: the vertices with out-edges, and those edges.
+        # One read of the device: the vertices with out-edges, and those edges (sums of
+        # int64, as in out_edges: cupy compiles a widening sum anew for each size class).
         count, edges = (int(x) for x in on_host(xp.stack((
-            xp.count_nonzero(degrees), degrees.astype(xp.int64).sum()))))
+            (degrees > 0).astype(xp.int64).sum(), degrees.astype(xp.int64).sum()))))
         if count < len(vertices):
             vertices = vertices[degrees > 0]
         if not count:
@@ -253,6 +254,30 @@ class Waiting:
         return self.xp.concatenate(every) if every else self.xp.empty(0, self.xp.int64)
 
 
+#: The waiting sets' kinds whose device kernels this process has compiled (see :func:`warm`).
+_warmed: set[tuple] = set()
+
+
+def warm(xp, delta: float | None, value_dtype, degree_dtype) -> None:
+    """Takes each of a waiting set's paths once, on three vertices, where this process has
+    not yet: on a device cupy compiles a kernel where a path first meets it, which would
+    otherwise be in whichever later call first takes that path (a vertex without out-edges,
+    a bucket filed twice, entries gone stale)."""
+    kind = (delta, np.dtype(value_dtype), np.dtype(degree_dtype))
+    if xp is np or kind in _warmed:
+        return
+    _warmed.add(kind)
+    far = 0.0 if delta is None else 2.0 * delta
+    values = xp.asarray([far, 0.0, 0.0]).astype(value_dtype)
+    waiting = Waiting(xp, delta, values, xp.asarray([1, 1, 0]).astype(degree_dtype))
+    waiting.add(xp.arange(3))  # two buckets where there are several; one vertex dropped
+    values[0] = 0
+    waiting.add(xp.arange(1))  # a bucket filed twice, and a stale entry
+    waiting.take(math.inf)
+    waiting.add(xp.arange(2))
+    waiting.compact()
+
+
 class PartRun(Run):
     """A run on one worker's part: the steps of the workers together (see the module
     docstring)."""
@@ -345,7 +370,9 @@ class PartRun(Run):
     def _waiting(self) -> Waiting:
         """An empty waiting set, for a phase of push steps whose first takes one bucket."""
         self._step_edges = 0
-        return Waiting(self.be.xp, self.delta, self.be.vector("values"), self.degrees)
+        values = self.be.vector("values")
+        warm(self.be.xp, self.delta, values.dtype, self.degrees.dtype)
+        return Waiting(self.be.xp, self.delta, values, self.degrees)
 
     def _pushes(self, waiting: Waiting) -> bool:
         """Whether what waits goes on in push steps: few enough out-edges (the push limit)
