@@ -263,7 +263,7 @@ def warm(xp, delta: float | None, value_dtype, degree_dtype) -> None:
     not yet: on a device cupy compiles a kernel where a path first meets it, which would
     otherwise be in whichever later call first takes that path (a vertex without out-edges,
     a bucket filed twice, entries gone stale)."""
-    kind = (delta, np.dtype(value_dtype), np.dtype(degree_dtype))
+    kind = (delta is None, np.dtype(value_dtype), np.dtype(degree_dtype))  # not delta's value
     if xp is np or kind in _warmed:
         return
     _warmed.add(kind)
