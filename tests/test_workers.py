@@ -9,7 +9,8 @@ MPI job, each holding its part of the pages.
   back; what several workers cannot run is refused in one line before any starts.
 - A worker killed or stopped mid-query ends the query on every worker within seconds, in
   one line that names it; Ctrl-C stops them all within a second; nothing is left running.
-- The split, the parts and the launcher's output filter, without MPI.
+- The split, the parts, the waiting set, a sparse exchange beside a scripted peer and the
+  launcher's output filter, without MPI.
 - With two GPUs (``cuda``), the same over NCCL.
 """
 
@@ -629,6 +630,82 @@ def test_waiting_drops_a_stale_entry_whose_vertex_was_taken_from_a_nearer_bucket
     got, edges = waiting.take(10)  # buckets 0, 1 and 2 (whose entry of 2 is stale)
     assert got.tolist() == [0, 1] and edges == 2
     assert waiting.empty
+
+
+class _ScriptedPeer:
+    """Worker 0's collectives in a job of two, where worker 1 offers ``theirs`` (ids and
+    values) in a sparse exchange."""
+
+    size, rank = 2, 0
+
+    def __init__(self, xp, theirs_ids, theirs_values, count):
+        self.xp, self.bytes, self.count = xp, 0, count
+        self.theirs = [xp.asarray(theirs_ids, dtype=np.int32), xp.asarray(theirs_values)]
+
+    def rows(self, row):
+        return np.array([row, [len(self.theirs[0]), 0, np.inf]], dtype=np.float64)
+
+    def allgatherv(self, send, counts):
+        theirs = self.theirs.pop(0)
+        return self.xp.concatenate((send, theirs.astype(send.dtype)))
+
+
+class _Values:
+    """What an exchange asks of a backend: its values, on its stream."""
+
+    def __init__(self, xp, values):
+        self.xp, self.values = xp, values
+        self.layout = type("Layout", (), {"block_shift": 2})
+
+    def vector(self, name):
+        return self.values
+
+    def vector_steps(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_sparse_exchange_takes_the_smallest_offer_and_marks_only_anothers(device, data):
+    """Worker 0 of two after a push step: every vertex either worker lowered takes the
+    smaller offer, once, whether one or both offered it (a vertex spanning both parts);
+    the changes are every vertex offered, ascending, each once; the marks are exactly the
+    vertices the other worker lowered below this one's value, whatever their order."""
+    from unittest import mock
+
+    from seraph.distributed import exchange
+
+    xp = np
+    if device == "cuda":
+        import cupy as xp
+    n = data.draw(st.integers(1, 40))
+    before = np.array(data.draw(st.lists(st.integers(0, 50), min_size=n, max_size=n)),
+                      dtype=np.int32)
+    mine = sorted(data.draw(st.sets(st.integers(0, n - 1))))
+    theirs = data.draw(st.lists(st.integers(0, n - 1), unique=True))
+    values = before.copy()
+    for v in mine:
+        values[v] = data.draw(st.integers(0, int(before[v])))
+    offers = np.array([data.draw(st.integers(0, int(before[v]))) for v in theirs],
+                      dtype=np.int32)
+    be = _Values(xp, xp.array(values))  # a copy: the test keeps the values before
+    x = exchange.Exchange(_ScriptedPeer(xp, theirs, offers, len(mine)), be, (0, n))
+    x.snapshot[...] = xp.asarray(before)
+    with mock.patch.object(exchange, "SPARSE_SHARE", np.inf):  # sparse at any count
+        step = x.step(len(mine), 0, xp.asarray(mine, dtype=np.int64))
+    want = values.copy()
+    np.minimum.at(want, np.asarray(theirs, dtype=np.int64), offers)
+    assert (be.values.get() if xp is not np else be.values).tolist() == want.tolist()
+    changed = sorted(set(mine) | set(theirs))
+    got = step.changes.vertices()
+    assert (got.get() if xp is not np else got).tolist() == changed
+    assert step.changes.count == len(changed)
+    lowered = {v for v, offer in zip(theirs, offers, strict=True) if offer < values[v]}
+    assert sorted(step.marks.tolist()) == sorted(lowered)
+    snapshot = x.snapshot.get() if xp is not np else x.snapshot
+    assert snapshot[changed].tolist() == want[changed].tolist()
 
 
 # -- the parts, without MPI -----------------------------------------------------------------
