@@ -25,7 +25,8 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_add, atomic_load
-from seraph.backends.cpu.pull import BLOCK, pull_floor, relax
+from seraph.backends.cpu.prefetch import prefetch
+from seraph.backends.cpu.pull import BLOCK, ROW_AHEAD, pull_floor, relax
 from seraph.backends.cpu.push import copy
 from seraph.interrupts import STOP
 from seraph.kernels import kernel, zeros
@@ -123,7 +124,12 @@ def _pull_blocks(indptr, indices, weights, values, threshold, light_codes, light
             if atomic_add(shared, 1, edge_count) + edge_count >= limit:
                 break
             lowered = 0
+            last = lo + count - 1
             for i in range(lo, lo + count):
+                # The rows of the listed vertices ahead, and the first in-neighbour's value
+                # of a nearer one, whose row has landed by then: a BFS row stops there.
+                prefetch(indices, indptr[listed[min(i + ROW_AHEAD, last)]])
+                prefetch(values, indices[indptr[listed[min(i + ROW_AHEAD // 2, last)]]])
                 v = listed[i]
                 old = values[v]
                 best = relax(values, indices, weights, indptr[v], indptr[v + 1], old, op,

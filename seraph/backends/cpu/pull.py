@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_add, atomic_load
+from seraph.backends.cpu.prefetch import prefetch
 from seraph.kernels import PARALLEL, kernel
 from seraph.lightest import proven
 from seraph.operators import HOP, LABEL, WIDTH
@@ -36,6 +37,8 @@ SPAN_EDGES = 1 << 26
 #: Vertices a sweep's worker takes at a time (_pull_blocks), looking at the halt flag
 #: before each block.
 BLOCK = 4096
+#: How many vertices ahead the BFS sweep asks for a row (_pull_levels; see prefetch.py).
+ROW_AHEAD = 16
 
 
 @njit(cache=True, inline="always")
@@ -198,6 +201,9 @@ def _pull_levels(v0, v1, base, length, indptr, indices, weights, offset, values,
     best_written = minimum[chunk]
     attempted = succeeded = skipped_strong = 0
     for v in range(v0, v1):
+        # Asked for whether that vertex is open or not: most of a sweep's are, and their
+        # rows lie too far apart for the hardware prefetcher; a test would cost more.
+        prefetch(indices, indptr[min(v + ROW_AHEAD, v1)] - base + offset)
         old = values[v]
         if old <= floor:
             skipped_strong += 1
