@@ -253,7 +253,10 @@ class Run:
                 return False
             if self.sparse.bottom_up():
                 frontier = self.be.take_changed(self.push_limit)  # the vertices it lowered
-                sparse = frontier is not None and len(frontier) > 0
+                # Where the next round is bottom-up too, the lowered vertices' marked
+                # blocks keep their pages active for it, or for a dense round.
+                sparse = frontier is not None and len(frontier) > 0 \
+                    and not self.be.pulls_again(len(frontier))
                 continue
             progress.working("dense", self.stats)
             attempted = self.stats.updates_attempted

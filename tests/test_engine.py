@@ -468,6 +468,20 @@ def test_answers_do_not_depend_on_the_bottom_up_limit(data, cfg, algorithm, shar
 
 
 @HYPOTHESIS
+@given(case=inputs(weighted=False), cfg=configs, again=st.booleans(),
+       share=st.sampled_from([0.1, 0.5, 1.0]))
+def test_bfs_answers_do_not_depend_on_pulling_again(case, cfg, again, share, sleepy, device):
+    """Whether the round after a bottom-up round is another bottom-up round (or, where
+    that one does not run whole, a dense round) or pushes from the vertices it lowered,
+    the levels are scipy's: the lowered vertices' marked blocks keep their pages active."""
+    cls = backend_class(device)
+    with mock.patch.object(cls, "pulls_again", lambda backend, lowered: again), \
+            mock.patch.object(cls, "bottom_up_edge_limit",
+                              lambda backend, push_limit, num_edges: share * num_edges):
+        check_run("bfs", *case, cfg, sleepy, device)
+
+
+@HYPOTHESIS
 @given(data=st.data(), cfg=configs, algorithm=st.sampled_from(ALGORITHMS),
        passes=st.sampled_from([1, 2, 8]))
 def test_answers_do_not_depend_on_the_last_window_passes(data, cfg, algorithm, passes,

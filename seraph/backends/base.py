@@ -166,6 +166,11 @@ class Backend(ABC):
         """The most in-edges a bottom-up round takes, given the push limit (in out-edges)
         and the graph's edge count; bottom-up rounds run only where pushes do."""
 
+    def pulls_again(self, lowered: int) -> bool:
+        """Whether the round after a bottom-up round that lowered ``lowered`` vertices is
+        bottom-up too, rather than pushed from them (where the backend says so)."""
+        return False
+
     def strong_bound(self, threshold) -> LightestIn:
         """What the strong rule adds to ``threshold`` (:func:`seraph.lightest.proven`): each
         vertex's lightest in-edge for SSSP, once a round has set the threshold; nothing

@@ -72,6 +72,11 @@ NO_HUBS = np.iinfo(np.int64).max
 #: A bottom-up round takes up to this many times the push limit's edges: it reads each
 #: in-edge once with no atomic write, where a pushed edge also writes atomically.
 PULL_PER_PUSH = 2
+#: A BFS bottom-up round that lowered more than 1/BOTTOM_UP_BETA of the vertices is
+#: followed by another, not by pushes from them (GAP's beta): a push reads each lowered
+#: vertex's row where it lies, a bottom-up round the levels in order and the rows of the
+#: vertices still open, which are then few.
+BOTTOM_UP_BETA = 18
 
 
 class CpuBackend(HostPush):
@@ -142,6 +147,10 @@ class CpuBackend(HostPush):
     def bottom_up_edge_limit(self, push_limit: float, num_edges: int) -> float:
         """:data:`PULL_PER_PUSH` times the push limit."""
         return PULL_PER_PUSH * push_limit
+
+    def pulls_again(self, lowered: int) -> bool:
+        """For BFS, where more than 1/:data:`BOTTOM_UP_BETA` of the vertices were lowered."""
+        return self.algorithm.levels and lowered * BOTTOM_UP_BETA > len(self.values)
 
     # -- pages ----------------------------------------------------------------------------
     def _copy(self, slot: int, page: int) -> tuple[float, float]:
