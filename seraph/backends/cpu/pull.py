@@ -201,9 +201,11 @@ def _pull_levels(v0, v1, base, length, indptr, indices, weights, offset, values,
     best_written = minimum[chunk]
     attempted = succeeded = skipped_strong = 0
     for v in range(v0, v1):
-        # Asked for whether that vertex is open or not: most of a sweep's are, and their
-        # rows lie too far apart for the hardware prefetcher; a test would cost more.
-        prefetch(indices, indptr[min(v + ROW_AHEAD, v1)] - base + offset)
+        # Open rows lie too far apart for the hardware prefetcher; a settled vertex's row
+        # is not asked for, as a late sweep's vertices are mostly settled.
+        ahead = min(v + ROW_AHEAD, v1 - 1)
+        if values[ahead] > floor:
+            prefetch(indices, indptr[ahead] - base + offset)
         old = values[v]
         if old <= floor:
             skipped_strong += 1
