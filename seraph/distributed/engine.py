@@ -110,7 +110,8 @@ class Waiting:
         count, edges = (int(x) for x in on_host(xp.stack((
             (degrees > 0).astype(xp.int64).sum(), degrees.astype(xp.int64).sum()))))
         if count < len(vertices):
-            vertices = vertices[degrees > 0]
+            keep = degrees > 0
+            vertices, degrees = vertices[keep], degrees[keep]
         if not count:
             return
         if self.delta is None:
@@ -132,7 +133,7 @@ class Waiting:
         keys, vertices = keys[order], vertices[order]
         starts = xp.flatnonzero(xp.diff(keys)) + 1
         # Each bucket's first key, where it starts and the out-edges before its end.
-        edges = xp.cumsum(self.degrees[vertices].astype(xp.int64))
+        edges = xp.cumsum(degrees[order].astype(xp.int64))
         firsts, ends, through = on_host(xp.stack((
             xp.concatenate((keys[:1].astype(xp.int64), keys[starts].astype(xp.int64))),
             xp.concatenate((starts, xp.full(1, len(vertices), starts.dtype))),
