@@ -53,16 +53,6 @@ def device_bytes(num_vertices: int, value_bytes: int) -> int:
         + (1 << 16)
 
 
-def scatter_min(xp, values, ids, offers) -> None:
-    """``values[ids] = min(values[ids], offers)``, where ``ids`` may repeat."""
-    if xp is np:
-        np.minimum.at(values, ids, offers)
-    else:
-        import cupyx
-
-        cupyx.scatter_min(values, ids, offers)
-
-
 def out_edges(degrees, vertices) -> int:
     """The out-edges of ``vertices`` (``degrees``: out-degrees, in the same memory). The
     gathered degrees are widened before the sum: cupy compiles a sum that widens as it
@@ -165,7 +155,7 @@ class Exchange:
             gathered = comm.allgatherv(ids, counts)
             offered = comm.allgatherv(values[ids], counts)
             lowered = gathered[offered < values[gathered]]
-            scatter_min(xp, values, gathered, offered)
+            xp.minimum.at(values, gathered, offered)  # ids repeat: the smallest offer wins
             changed = xp.unique(gathered)
             self.snapshot[changed] = values[changed]
             return Changes(len(changed), ids=changed.astype(xp.int64)), \
