@@ -41,10 +41,12 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import benchlib
+import numba
 import numpy as np
 
 from seraph.algorithms.pagerank import METHODS
@@ -73,12 +75,37 @@ def gap_files(graph, name: str, gap_dir: Path, work: Path) -> dict[str, Path]:
     src = np.repeat(np.arange(graph.num_vertices), np.diff(indptr))
     half = src < indices
     edges = work / f"{name}.wel"
-    np.savetxt(edges, np.stack([src[half], indices[half], weights[half]], 1), fmt="%d %d %d")
+    edges.write_bytes(edge_lines(src[half], indices[half], weights[half]))
     for flag, path in (("-b", out["sg"]), ("-wb", out["wsg"])):
         subprocess.run([str(gap_dir / "converter"), "-sf", str(edges), flag, str(path)],
                        check=True, capture_output=True)
     edges.unlink()
     return out
+
+
+def edge_lines(src: np.ndarray, dst: np.ndarray, weights: np.ndarray) -> bytes:
+    """GAP's weighted edge list, ``"src dst weight\\n"`` a line (as ``np.savetxt`` writes
+    with ``%d``, which formats in Python, a line at a time: minutes on a scale-22 graph)."""
+    columns = np.stack([src, dst, weights]).astype(np.int64)  # GAP's weights are integers
+    buffer = np.empty(33 * len(src), np.uint8)  # three non-negative int32s and separators
+    return buffer[:_format_lines(buffer, columns)].tobytes()
+
+
+@numba.njit(cache=True)
+def _format_lines(out, columns):
+    at = 0
+    for i in range(columns.shape[1]):
+        for k in range(3):
+            x = columns[k, i]
+            digits, rest = 1, x // 10
+            while rest:
+                digits, rest = digits + 1, rest // 10
+            for d in range(digits - 1, -1, -1):  # the last digit first
+                out[at + d] = 48 + x % 10
+                x //= 10
+            out[at + digits] = 32 if k < 2 else 10
+            at += digits + 1
+    return at
 
 
 class GapRun(NamedTuple):
@@ -133,8 +160,6 @@ def answer_figures(graph, alg: str, values: np.ndarray, vertices: int | None) ->
 
 def cells_of(kind: str, args) -> list[dict]:
     """``--algorithms`` on one graph class, both systems."""
-    import numba
-
     import seraph
     from partitioner.generators import gap_weights
     from seraph.algorithms import get
@@ -191,6 +216,9 @@ def cells_of(kind: str, args) -> list[dict]:
                           "gap_verified": bool(gap_ok), "gap_figures": gap_figures,
                           "seraph_figures": {k: figures[k] for k in gap_figures},
                           "checks": checked})
+            # Each cell as it ends: a run cut short still shows what it measured.
+            print(f"{name} {alg} {threads} threads: Seraph {cells[-1]['seraph_median']:.4f} s, "
+                  f"GAP {cells[-1]['gap_median']:.4f} s", file=sys.stderr, flush=True)
     return cells
 
 
@@ -283,8 +311,6 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         p.error(f"--gap-dir {args.gap_dir} lacks GAP's {', '.join(missing)}: build them there "
                 f"with `make {' '.join(needed)}`")
-    import numba
-
     pool = numba.config.NUMBA_NUM_THREADS
     if args.threads and not all(1 <= t <= pool for t in args.threads):
         p.error(f"--threads must each be from 1 to numba's pool of {pool} (NUMBA_NUM_THREADS)")
