@@ -241,6 +241,7 @@ def plot_scaling(cells: list[dict], path: str) -> None:
         ax.set(xscale="log", yscale="log", xlabel="threads", ylabel="median seconds",
                title=f"{alg.upper()} on {graph}")
         ax.set_xticks(threads, [str(t) for t in threads])
+        ax.minorticks_off()  # a log axis's minor labels would overlap the thread counts
         ax.legend()
     fig.tight_layout()
     fig.savefig(path)
