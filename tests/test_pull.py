@@ -2,7 +2,8 @@
 on the serial twin or the parallel one, reach the same fixpoint, the weak predictor
 skips no vertex whose in-edges a span holds across pages, and a BFS sweep on the frontier's
 bits alone reads no value they do not offer. And the check of the changes a
-sweep hands on (seraph/backends/activity.py, flagged_below)."""
+sweep hands on, and of a list's out-edges and source blocks (seraph/backends/activity.py:
+flagged_below, edges_below, blocks_of)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import scipy.sparse.csgraph as csgraph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seraph.backends.activity import flagged_below
+from seraph.backends.activity import blocks_of, edges_below, flagged_below
 from seraph.backends.cpu.pull import NO_BITS, offering_floor, sweep_pages
 from seraph.interrupts import STOP
 from seraph.operators import HOP, infinity
@@ -147,3 +148,24 @@ def test_flagged_below_counts_the_flagged_vertices_while_their_out_edges_stay_be
     with mock.patch.object(activity, "_FLAG_CHUNK", chunk), \
             mock.patch.object(kernels, "SERIAL_WORK", 0 if parallel else 1 << 16):
         assert flagged_below(flags, outdeg, limit) == (int(flags.sum()) if below else -1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(vertices=st.lists(st.integers(0, 59), max_size=80), seed=st.integers(0, 2**32 - 1),
+       limit=st.floats(0, 600), chunk=st.sampled_from([3, 1 << 16]), parallel=st.booleans(),
+       block_shift=st.integers(0, 6))
+def test_a_lists_out_edges_and_source_blocks_are_those_of_its_vertices(
+        vertices, seed, limit, chunk, parallel, block_shift):
+    from unittest import mock
+
+    from seraph import kernels
+    from seraph.backends import activity
+
+    vertices = np.array(vertices, dtype=np.int64)  # repeats count twice, as pushes do
+    outdeg = np.random.default_rng(seed).integers(0, 20, 60).astype(np.int64)
+    below = not len(vertices) or outdeg[vertices].sum() < limit
+    with mock.patch.object(activity, "_FLAG_CHUNK", chunk), \
+            mock.patch.object(kernels, "SERIAL_WORK", 0 if parallel else 1 << 16):
+        assert edges_below(vertices, outdeg, limit) == below
+        np.testing.assert_array_equal(blocks_of(vertices, block_shift, (59 >> block_shift) + 1),
+                                      np.unique(vertices >> block_shift))

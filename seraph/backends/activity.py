@@ -114,22 +114,18 @@ def _epochs_up_to(epochs, epoch):
     return lo
 
 
-@njit(cache=True)
 def blocks_of(vertices, block_shift, num_blocks):
-    """The distinct source blocks of ``vertices``, ascending (a mask, not a sort: O(n))."""
+    """The distinct source blocks of ``vertices``, ascending (a mask, not a sort: O(n)),
+    on every thread where they are many."""
     hit = np.zeros(num_blocks, dtype=np.bool_)
-    count = 0
-    for v in vertices:
-        b = v >> block_shift
-        count += not hit[b]
-        hit[b] = True
-    out = np.empty(count, dtype=np.int64)  # np.flatnonzero(hit), in a loop that compiles fast
-    k = 0
-    for b in range(num_blocks):
-        if hit[b]:
-            out[k] = b
-            k += 1
-    return out
+    _hit_blocks.over(len(vertices))(vertices, block_shift, hit)
+    return np.flatnonzero(hit)
+
+
+@kernel(cache=True, parallel=True, nogil=True)
+def _hit_blocks(vertices, block_shift, hit):
+    for i in prange(len(vertices)):
+        hit[vertices[i] >> block_shift] = True  # racing threads all store True
 
 
 def page_summary(graph, layout: Layout) -> np.ndarray:
@@ -147,8 +143,12 @@ PUSH_ALPHA = 20.0
 
 
 def edges_below(vertices: np.ndarray, outdeg: np.ndarray, limit: float) -> bool:
-    """Whether ``vertices`` have fewer than ``limit`` out-edges in all."""
-    return _edges_below(vertices, outdeg, limit)
+    """Whether ``vertices`` have fewer than ``limit`` out-edges in all: read in chunks, on
+    every thread where they are many, that stop once the limit is reached."""
+    if not len(vertices):
+        return True
+    chunks = max(1, -(-len(vertices) // _FLAG_CHUNK))
+    return _listed_edges.over(len(vertices))(vertices, outdeg, limit, chunks).sum() < limit
 
 
 def flagged_below(flags: np.ndarray, outdeg: np.ndarray, limit: float) -> int:
@@ -189,10 +189,7 @@ def _count_chunk(flags, outdeg, limit, lo, hi, c, counts, edges):
     count = edge_count = 0
     for look in range(lo, hi, _FLAG_LOOK):
         edges[c] = edge_count
-        total = 0
-        for e in edges:  # a loop compiles faster than .sum()
-            total += e
-        if total >= limit and total > 0:  # (a limit of 0 still counts the flags)
+        if _reached(edges, limit):
             break
         for v in range(look, min(look + _FLAG_LOOK, hi)):
             flagged = np.int64(flags[v] != 0)
@@ -201,11 +198,30 @@ def _count_chunk(flags, outdeg, limit, lo, hi, c, counts, edges):
     counts[c], edges[c] = count, edge_count
 
 
-@njit(cache=True)
-def _edges_below(vertices, outdeg, limit):
-    edges = 0
-    for v in vertices:
-        edges += outdeg[v]
-        if edges >= limit:
-            return False
-    return True
+@kernel(cache=True, parallel=True, nogil=True)
+def _listed_edges(vertices, outdeg, limit, chunks):
+    """Per chunk of ``vertices``: their out-edges, every chunk stopping once all chunks'
+    so far reach ``limit`` (as :func:`_count_chunk`)."""
+    n = len(vertices)
+    edges = zeros(chunks, np.int64)
+    for c in prange(chunks):
+        lo, hi = n * c // chunks, n * (c + 1) // chunks
+        edge_count = 0
+        for look in range(lo, hi, _FLAG_LOOK):
+            edges[c] = edge_count
+            if _reached(edges, limit):
+                break
+            for i in range(look, min(look + _FLAG_LOOK, hi)):
+                edge_count += outdeg[vertices[i]]
+        edges[c] = edge_count
+    return edges
+
+
+@njit(cache=True, inline="always")
+def _reached(edges, limit):
+    """Whether the chunks' edges published so far reach ``limit`` (a lower bound, read
+    while the others grow)."""
+    total = 0
+    for e in edges:  # a loop compiles faster than .sum()
+        total += e
+    return total >= limit and total > 0  # (a limit of 0 still counts)
