@@ -17,6 +17,7 @@ from seraph.backends.cpu.push import (
     _PARALLEL_EDGES,
     Scratch,
     _frontier_edges,
+    edge_ends,
     ids_between,
     push_round,
     push_until,
@@ -382,6 +383,21 @@ def test_a_bounded_frontier_count_decides_as_the_exact_one(g, data):
     assert edges >= min(exact, cap)
     assert (edges < threshold) == (exact < threshold)
     assert (edges >= cap) == (exact >= cap)
+
+
+@pytest.mark.parametrize("length", [_PARALLEL_EDGES - 1, _PARALLEL_EDGES,
+                                    3 * _PARALLEL_EDGES + 5])
+def test_a_long_frontiers_edges_are_counted_on_every_thread_as_on_one(length):
+    """A frontier of at least _PARALLEL_EDGES vertices has its edges' ends scanned, and its
+    out-edges counted, in parallel: the same figures as one thread's."""
+    rng = np.random.default_rng(length)
+    indptr = np.concatenate(([0], np.cumsum(rng.integers(0, 9, 5000))))
+    frontier = rng.integers(0, 5000, length)  # repeats, as a round's claims may have
+    degrees = np.diff(indptr)[frontier]
+    np.testing.assert_array_equal(edge_ends(indptr, frontier, 7), np.cumsum(degrees))
+    for twin in (_frontier_edges.serial, _frontier_edges.parallel):
+        assert twin(indptr, frontier, 8, 1, 2**62) == degrees.sum()
+        assert twin(indptr, frontier, 8, 1, 100) >= 100  # at the cap, or counted past it
 
 
 @pytest.mark.parametrize("n", [0, 1, 1000, 300_000])

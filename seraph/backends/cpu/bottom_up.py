@@ -84,7 +84,8 @@ def pull_unsettled(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray 
     pulled = blocks[:, LOWERED] >= 0
     if not pulled.any():
         return None
-    return Pulled(_gathered(listed, blocks[:, LOWERED]), minimum,
+    lowered = blocks[:, LOWERED]
+    return Pulled(_gathered.over(int(lowered[pulled].sum()))(listed, lowered), minimum,
                   int(blocks[pulled, ATTEMPTED].sum()), int(blocks[pulled, EDGES].sum()),
                   bool(pulled.all()))
 
@@ -160,24 +161,16 @@ def _sampled_edges(values, indptr, threshold, light_codes, light_unit, samples):
     return total * step
 
 
-@njit(cache=True)
+@kernel(cache=True, parallel=True, nogil=True)
 def _gathered(listed, lowered):
     """The lists of the vertices :func:`_pull_blocks`'s blocks lowered, one after another
     (none of a block not pulled)."""
-    out = np.empty(_total(lowered), dtype=np.int64)
-    k = 0
+    starts = np.empty(len(lowered) + 1, dtype=np.int64)
+    starts[0] = 0
     for b in range(len(lowered)):
+        starts[b + 1] = starts[b] + max(lowered[b], 0)
+    out = np.empty(starts[-1], dtype=np.int64)
+    for b in prange(len(lowered)):
         if lowered[b] > 0:
-            copy(out[k:], listed[b * BLOCK:], lowered[b])
-            k += lowered[b]
+            copy(out[starts[b]:], listed[b * BLOCK:], lowered[b])
     return out
-
-
-@njit(cache=True, inline="always")
-def _total(a):
-    """The sum of ``a``'s positive entries, as a loop: numba's sum compiles in far more
-    time."""
-    total = 0
-    for x in a:
-        total += max(x, 0)
-    return total

@@ -329,7 +329,7 @@ def _one_value(values, vertices):
     return same
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _frontier_edges(indptr, frontier, max_degree, threshold, cap):
     """The frontier's out-edges, or, when its size times the largest out-degree is below
     ``threshold``, that bound: a decision that compares them with ``threshold`` (or a
@@ -337,10 +337,15 @@ def _frontier_edges(indptr, frontier, max_degree, threshold, cap):
     claims (one per edge) only needs a bound. Counting reads every new vertex's row bounds,
     the first touch of each, where the next round's prefetched reads take those misses
     anyway, so a road network's BFS, whose frontiers are small, would pay them twice.
-    The count stops once it reaches ``cap``, the hand-back's limit: past it the rounds end,
-    and a frontier that large holds more vertices than it takes to get there."""
+    A long frontier is counted on every thread; a short one only until it reaches
+    ``cap``, the hand-back's limit: past it the rounds end, and a frontier that large
+    holds more vertices than it takes to get there."""
     bound = len(frontier) * max_degree
-    return bound if bound < threshold else _out_edges(indptr, frontier, cap)
+    if bound < threshold:
+        return bound
+    if PARALLEL and len(frontier) >= _PARALLEL_EDGES:
+        return _out_edges_everywhere(indptr, frontier)
+    return _out_edges(indptr, frontier, cap)
 
 
 @njit(cache=True)
@@ -351,6 +356,15 @@ def _out_edges(indptr, vertices, cap):
         total += indptr[u + 1] - indptr[u]
         if total >= cap:
             break
+    return total
+
+
+@njit(parallel=True, cache=True)
+def _out_edges_everywhere(indptr, vertices):
+    """The out-edges of ``vertices``, on every thread."""
+    total = 0
+    for i in prange(len(vertices)):
+        total += indptr[vertices[i] + 1] - indptr[vertices[i]]
     return total
 
 
@@ -548,16 +562,40 @@ def round_pieces() -> int:
 # Parallel rounds
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def edge_ends(indptr: np.ndarray, frontier: np.ndarray) -> np.ndarray:
+def edge_ends(indptr: np.ndarray, frontier: np.ndarray, max_pieces: int) -> np.ndarray:
     """``ends[i]``: out-edges of ``frontier[:i + 1]``, i.e. where vertex i's edges end in
-    the round's edge numbering."""
+    the round's edge numbering; a long frontier's in up to ``max_pieces`` on every thread."""
     ends = np.empty(len(frontier), dtype=np.int64)
+    if len(frontier) >= _PARALLEL_EDGES:
+        _edge_ends_everywhere(indptr, frontier, ends, max_pieces)
+        return ends
     total = 0
     for i in range(len(frontier)):
         u = frontier[i]
         total += indptr[u + 1] - indptr[u]
         ends[i] = total
     return ends
+
+
+@njit(parallel=True, cache=True)
+def _edge_ends_everywhere(indptr, frontier, ends, max_pieces):
+    """:func:`edge_ends` as a scan in two parallel passes: each piece's running sums, then
+    the pieces before it added."""
+    n = len(frontier)
+    pieces = min(n, max_pieces)
+    before = np.zeros(pieces + 1, dtype=np.int64)
+    for p in prange(pieces):
+        total = 0
+        for i in range(n * p // pieces, n * (p + 1) // pieces):
+            u = frontier[i]
+            total += indptr[u + 1] - indptr[u]
+            ends[i] = total
+        before[p + 1] = total
+    for p in range(pieces):
+        before[p + 1] += before[p]
+    for p in prange(1, pieces):
+        for i in range(n * p // pieces, n * (p + 1) // pieces):
+            ends[i] += before[p]
 
 
 @kernel(cache=True)
@@ -594,7 +632,7 @@ def _push_frontier(indptr, indices, weights, stride, op, values, inf, frontier, 
     tail) would otherwise spend their time on. A round below ``GRAIN_EDGES`` edges runs
     on this thread alone.
     """
-    ends = edge_ends(indptr, frontier)
+    ends = edge_ends(indptr, frontier, max_pieces)
     total = ends[-1] if len(ends) else 0
     pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
     # A piece can claim at most one vertex per edge and at most every vertex once.
@@ -679,7 +717,7 @@ def _push_level_round(indptr, indices, weight, values, inf, frontier, out, start
     val = values[frontier[0]]
     if val == inf:  # an unreached frontier pushes nothing (int32 INF + 1 would wrap)
         return 0, 0
-    ends = edge_ends(indptr, frontier)
+    ends = edge_ends(indptr, frontier, max_pieces)
     total = ends[-1]
     pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
     cursor = np.zeros(1, dtype=np.int64)
