@@ -330,8 +330,8 @@ class CpuBackend(HostPush):
         once or twice (Afforest's sampling, then the rest outside the giant component)."""
         indptr, indices, _ = self.graph.csc()
         self._touched = None
-        self.values[:] = trusted_components(indptr, indices, self.graph.num_vertices,
-                                            merge=merge)
+        trusted_components(indptr, indices, self.graph.num_vertices, merge=merge,
+                           out=self.values)
 
     def link_parents(self, parent, other) -> None:
         link_parents(parent, other)

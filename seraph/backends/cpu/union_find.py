@@ -75,12 +75,14 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
 
 
 def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,
-                       sample_rounds: int = SAMPLE_ROUNDS, merge=None) -> np.ndarray:
+                       sample_rounds: int = SAMPLE_ROUNDS, merge=None,
+                       out: np.ndarray | None = None) -> np.ndarray:
     """:func:`components` of a CSC known to be well formed: its check reads every edge,
     a sizeable share of the run. ``merge``, where given, is called with the compressed
     forest after the sampling and after the finish (a partitioned run's workers unite
-    their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`)."""
-    parent = new_forest(num_vertices)
+    their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`). The
+    forest grows in ``out`` (int32, a backend's values) where given."""
+    parent = new_forest(num_vertices, out)
     link_edges(parent, indptr, indices, first_neighbour=0, neighbour_count=sample_rounds)
     compress(parent, len(indices))
     if merge is not None:
@@ -93,11 +95,15 @@ def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: in
     return parent
 
 
-def new_forest(num_vertices: int) -> np.ndarray:
-    """Every vertex its own root: the ``parent`` array the other functions update."""
+def new_forest(num_vertices: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Every vertex its own root: the ``parent`` array the other functions update (written
+    into ``out``, int32, where given)."""
     if not 0 <= num_vertices <= np.iinfo(np.int32).max:
         raise InputError(f"num_vertices must be in [0, 2^31 - 1], got {num_vertices}")
-    return np.arange(num_vertices, dtype=np.int32)
+    if out is None:
+        return np.arange(num_vertices, dtype=np.int32)
+    _own_roots(out)
+    return out
 
 
 def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
@@ -199,6 +205,12 @@ def _check_csc(indptr: np.ndarray, indices: np.ndarray, num_vertices: int) -> No
 
 
 # --------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _own_roots(parent):
+    for v in range(len(parent)):
+        parent[v] = v
+
+
 @njit(cache=True)
 def _find(parent, v):
     """The root of ``v``'s tree, of ``parent``'s dtype whatever the type of ``v``.
