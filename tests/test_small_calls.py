@@ -1,7 +1,8 @@
 """A call that touches few vertices costs no pass over all of them (issue 35): it starts
 from an array at infinity that the graph's last run left there, reads back from the
 vertices it touched alone into a new array, and puts those back. Its answers are exact,
-stay valid whatever later calls do, and a large run (dense rounds) reads back as before."""
+stay valid whatever later calls do. A large run (dense rounds) reads back in one pass over
+every vertex, which also puts its values back at infinity for the next run."""
 
 from __future__ import annotations
 
@@ -68,10 +69,12 @@ def test_small_and_large_calls_in_any_order_answer_exactly_and_keep_their_answer
     assert pools and all((a == inf).all() for a, inf in pools)
 
 
-def test_a_large_run_keeps_its_values_and_a_small_one_hands_them_back(islands):
+def test_large_and_small_runs_hand_back_values_at_infinity_and_keep_their_answers(islands):
     inside, end = _vertices(islands, 4)[0], _vertices(islands, 1)[0]
     big = seraph.bfs(islands, int(islands.vertex_ids[inside]), device="cpu", push_alpha=0)
     assert big.stats.dense_rounds > 0
+    pools = _pools(islands)
+    assert pools and all((a == inf).all() for a, inf in pools)
     small = seraph.bfs(islands, int(islands.vertex_ids[end]), device="cpu")
     assert small.stats.dense_rounds == 0
     assert (small.levels >= 0).sum() * SPARSE_SHARE <= len(small.levels)
@@ -95,6 +98,22 @@ def test_a_readback_from_the_touched_vertices_equals_a_full_one(data, algorithm)
         # Some touched vertices may have stayed at infinity.
         values[touched[::3]] = spec.inf
     full = output_values(values.copy(), spec.inf, spec.output, fresh=True)
+    cleared = values.copy()
+    read = output_values(cleared, spec.inf, spec.output, fresh=True, clear=True)
     sparse = output_values(values, spec.inf, spec.output, fresh=True, touched=touched)
-    assert sparse.dtype == full.dtype
+    assert sparse.dtype == full.dtype == read.dtype
     assert np.array_equal(sparse.view(np.uint8), full.view(np.uint8))
+    assert np.array_equal(read.view(np.uint8), full.view(np.uint8))
+    assert np.array_equal(cleared, np.full(n, spec.inf, spec.dtype))  # back at infinity
+
+
+@pytest.mark.parametrize("algorithm", ["bfs", "sssp", "sswp"])
+def test_a_readback_on_every_thread_puts_the_values_back_at_infinity(algorithm, all_threads):
+    spec = get(algorithm).spec
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 1000, 300_000).astype(spec.dtype)
+    values[rng.random(len(values)) < 0.3] = spec.inf
+    full = output_values(values.copy(), spec.inf, spec.output, fresh=True)
+    read = output_values(values, spec.inf, spec.output, fresh=True, clear=True)
+    assert np.array_equal(read.view(np.uint8), full.view(np.uint8))
+    assert np.array_equal(values, np.full(len(values), spec.inf, spec.dtype))

@@ -27,19 +27,22 @@ def _chunks(n):
 
 
 @kernel(cache=True, parallel=True)
-def _convert(dst, src, inf, unreached):
+def _convert(dst, src, inf, unreached, clear):
     """``dst[i] = unreached if src[i] == inf else src[i]``, on every thread (dst may be
-    src). Into fresh pageable memory a copy is bound by first-touch page faults, which
-    many threads take in parallel, where np.copyto takes them on one."""
+    src), and ``src[i] = inf`` where ``clear``. Into fresh pageable memory a copy is bound
+    by first-touch page faults, which many threads take in parallel, where np.copyto takes
+    them on one."""
     chunks = _chunks(len(src))
     for c in prange(chunks):
         for i in range(len(src) * c // chunks, len(src) * (c + 1) // chunks):
             x = src[i]
             dst[i] = unreached if x == inf else x
+            if clear:
+                src[i] = inf
 
 
 @kernel(cache=True, parallel=True)
-def _decode(dst, src, inf, unreached, base):
+def _decode(dst, src, inf, unreached, base, clear):
     """As :func:`_convert`, with ``base - src[i]`` for the reached: ``dst`` holds the bits
     of the public values of codes (``Output.code_base``)."""
     chunks = _chunks(len(src))
@@ -47,30 +50,35 @@ def _decode(dst, src, inf, unreached, base):
         for i in range(len(src) * c // chunks, len(src) * (c + 1) // chunks):
             x = src[i]
             dst[i] = unreached if x == inf else base - x
+            if clear:
+                src[i] = inf
 
 
 def output_values(values: np.ndarray, inf, output: Output, fresh: bool,
-                  touched: np.ndarray | None = None) -> np.ndarray:
+                  touched: np.ndarray | None = None, clear: bool = False) -> np.ndarray:
     """``values`` as ``output`` says: its dtype (None: their own), ``output.unreached`` in
     place of ``inf`` (None: inf kept), decoded where they are codes: in place where the
     dtype's width stays and ``fresh`` is false (the caller owns ``values``), else in a new
-    array. ``touched`` (None: unknown) holds every vertex whose value may not be ``inf``
+    array, and with ``clear`` (and ``fresh``) ``values`` set back to ``inf`` in the same
+    pass. ``touched`` (None: unknown) holds every vertex whose value may not be ``inf``
     (for a run that touched few, :data:`SPARSE_SHARE`): a new array is then filled with the
     unreached value, and only they are converted into it."""
     dtype = values.dtype if output.dtype is None else np.dtype(output.dtype)
     if touched is not None:
         return _from_touched(values, inf, output, dtype, touched)
+    clear = clear and fresh
     if output.code_base is not None:
         out = values if not fresh else np.empty(len(values), values.dtype)
         bits = np.array(output.unreached, dtype).view(values.dtype)[()]
         _decode.over(len(values))(out, values, values.dtype.type(inf), bits,
-                                  values.dtype.type(output.code_base))
+                                  values.dtype.type(output.code_base), clear)
         return out.view(dtype)
     if not fresh and dtype == values.dtype and output.unreached is None:
         return values
     out = values if not fresh and dtype == values.dtype else np.empty(len(values), dtype)
     unreached = inf if output.unreached is None else output.unreached
-    _convert.over(len(values))(out, values, values.dtype.type(inf), dtype.type(unreached))
+    _convert.over(len(values))(out, values, values.dtype.type(inf), dtype.type(unreached),
+                               clear)
     return out
 
 

@@ -306,8 +306,15 @@ class CpuBackend(HostPush):
 
     def result(self, output: Output) -> np.ndarray:
         inf = self.algorithm.inf
-        if self._touched is None:
+        if self._touched is None and not self.algorithm.needs_source:
             return output_values(self.values, inf, output, fresh=False)
+        if self._touched is None:
+            # Read back into a new array, the values set back to infinity in the same pass
+            # on every thread: the graph's next run from a source writes only its source's
+            # (close), where a fill on this thread would start it.
+            out = output_values(self.values, inf, output, fresh=True, clear=True)
+            self._hand_back = True
+            return out
         # Few vertices touched: read back from them alone into a new array, and put them
         # back at infinity, so that the graph's next run starts from these values (close).
         touched = np.concatenate(self._touched)
