@@ -338,7 +338,7 @@ class CpuBackend(HostPush):
         indptr, indices, _ = self.graph.csc()
         self._touched = None
         trusted_components(indptr, indices, self.graph.num_vertices, merge=merge,
-                           out=self.values)
+                           parent=self.values)
 
     def link_parents(self, parent, other) -> None:
         link_parents(parent, other)

@@ -76,13 +76,13 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
 
 def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,
                        sample_rounds: int = SAMPLE_ROUNDS, merge=None,
-                       out: np.ndarray | None = None) -> np.ndarray:
+                       parent: np.ndarray | None = None) -> np.ndarray:
     """:func:`components` of a CSC known to be well formed: its check reads every edge,
     a sizeable share of the run. ``merge``, where given, is called with the compressed
     forest after the sampling and after the finish (a partitioned run's workers unite
-    their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`). The
-    forest grows in ``out`` (int32, a backend's values) where given."""
-    parent = new_forest(num_vertices, out)
+    their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`). It grows
+    ``parent`` where given (int32, every vertex its own root: a backend's CC values)."""
+    parent = new_forest(num_vertices) if parent is None else parent
     link_edges(parent, indptr, indices, first_neighbour=0, neighbour_count=sample_rounds)
     compress(parent, len(indices))
     if merge is not None:
@@ -95,15 +95,11 @@ def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: in
     return parent
 
 
-def new_forest(num_vertices: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Every vertex its own root: the ``parent`` array the other functions update (written
-    into ``out``, int32, where given)."""
+def new_forest(num_vertices: int) -> np.ndarray:
+    """Every vertex its own root: the ``parent`` array the other functions update."""
     if not 0 <= num_vertices <= np.iinfo(np.int32).max:
         raise InputError(f"num_vertices must be in [0, 2^31 - 1], got {num_vertices}")
-    if out is None:
-        return np.arange(num_vertices, dtype=np.int32)
-    _own_roots(out)
-    return out
+    return np.arange(num_vertices, dtype=np.int32)
 
 
 def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
@@ -205,12 +201,6 @@ def _check_csc(indptr: np.ndarray, indices: np.ndarray, num_vertices: int) -> No
 
 
 # --------------------------------------------------------------------------- kernels
-@njit(cache=True)
-def _own_roots(parent):
-    for v in range(len(parent)):
-        parent[v] = v
-
-
 @njit(cache=True)
 def _find(parent, v):
     """The root of ``v``'s tree, of ``parent``'s dtype whatever the type of ``v``.
