@@ -144,3 +144,17 @@ def _fill(a, value):
     chunks = max(1, min(len(a) >> 16, 1024))
     for c in prange(chunks):
         a[len(a) * c // chunks:len(a) * (c + 1) // chunks] = value
+
+
+def fill_ids(a) -> None:
+    """``a[:] = np.arange(len(a))``, without the temporary: on the calling thread, on
+    every thread past :data:`SERIAL_FILL` values (as :func:`fill`)."""
+    _fill_ids.twin(len(a) >= SERIAL_FILL)(a)
+
+
+@kernel(cache=True, parallel=True)
+def _fill_ids(a):
+    chunks = max(1, min(len(a) >> 16, 1024))
+    for c in prange(chunks):
+        for i in range(len(a) * c // chunks, len(a) * (c + 1) // chunks):
+            a[i] = i

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seraph.kernels import fill
+from seraph.kernels import fill, fill_ids
 from seraph.operators import EdgeOperator
 
 if TYPE_CHECKING:
@@ -207,10 +207,9 @@ class Algorithm:
         identity elsewhere, or every vertex its own id (CC); written into ``out`` where
         given (a backend's own array: built apart, they would be written twice)."""
         if not self.needs_source:
-            ids = np.arange(num_vertices, dtype=self.dtype)
             if out is None:
-                return ids
-            out[:] = ids
+                return np.arange(num_vertices, dtype=self.dtype)
+            fill_ids(out)
             return out
         values = np.empty(num_vertices, dtype=self.dtype) if out is None else out
         fill(values, self.inf)

@@ -42,6 +42,18 @@ def test_a_fill_on_every_thread_writes_what_one_on_this_thread_does(monkeypatch,
     kernels.fill(every[:0], 1)  # nothing to fill
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_ids_on_every_thread_are_those_of_one_thread(monkeypatch, dtype):
+    from seraph import kernels
+
+    one, every = np.full(100_003, -1, dtype), np.full(100_003, -1, dtype)
+    kernels.fill_ids(one)
+    monkeypatch.setattr(kernels, "SERIAL_FILL", 0)
+    kernels.fill_ids(every)
+    assert np.array_equal(one, np.arange(100_003)) and np.array_equal(one, every)
+    kernels.fill_ids(every[:0])  # nothing to write
+
+
 def test_the_twins_are_one_function_compiled_two_ways():
     twins = output._convert
     assert twins.parallel.targetoptions["parallel"]
