@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from numba import njit, prange
 from scipy.sparse import csgraph
 
+from seraph import kernels
 from seraph.backends.caches import max_out_degree
+from seraph.backends.cpu import push
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
 from seraph.backends.cpu.push import (
     _PARALLEL_EDGES,
@@ -365,6 +367,60 @@ def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
     fresh = initial_values(n, 0, mode)
     run((indptr, indices, weights), fresh, [0], mode)  # in one call, without a scratch
     np.testing.assert_array_equal(values, fresh)
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs(), st.data())
+def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, data):
+    """Every delta-stepping bin takes the parallel round and its lowerings the parallel
+    filing, however few (with hand-backs, a far pile from a small delta, and 0 weights)."""
+    n, src, dst, w = g
+    source = data.draw(st.integers(0, n - 1))
+    delta = data.draw(st.sampled_from([None, 0.25, 100.0]))
+    limit = data.draw(st.sampled_from([1, 4, 2**62]))
+    graph = csr(n, src, dst, w)
+    values = initial_values(n, source, DISTANCE)
+    frontier, changed = np.array([source]), []
+    with pytest.MonkeyPatch.context() as patch:
+        for limit_name in ("SERIAL_WORK", "SERIAL_GRAPH", "SERIAL_FILL"):  # as all_threads
+            patch.setattr(kernels, limit_name, 0)
+        patch.setattr(push, "_PARALLEL_EDGES", 1)
+        while frontier.size:
+            result = push_until(*graph, values, frontier, DISTANCE, limit, delta=delta)
+            frontier = result.frontier
+            changed.append(result.changed)
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
+    np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
+    np.testing.assert_array_equal(np.unique(np.concatenate(changed)),
+                                  np.flatnonzero(values != initial_values(n, source, DISTANCE)))
+
+
+@pytest.mark.parametrize("parallel_edges", [1, 1 << 12])
+@pytest.mark.parametrize("delta", [None, 0.01, 10.0])
+def test_many_lowerings_filed_by_several_pieces_match_one_shot(parallel_edges, delta,
+                                                               all_threads, monkeypatch):
+    """Rounds of many pieces, each filing thousands of lowerings, in parallel (or, below
+    the limit, one piece after another), through hand-backs with one scratch."""
+    monkeypatch.setattr(push, "_PARALLEL_EDGES", parallel_edges)
+    n, src, dst, w = random_graph()
+    indptr, indices, weights = csr(n, src, dst, w)
+    scratch = Scratch(n)
+    values = initial_values(n, 0, DISTANCE)
+    frontier, calls = np.array([0]), 0
+    while frontier.size:
+        before = values.copy()
+        result = push_until(indptr, indices, weights, values, frontier, DISTANCE, 50_000,
+                            delta=delta, scratch=scratch)
+        assert (scratch.pend() == np.iinfo(np.int32).max).all()
+        np.testing.assert_array_equal(np.sort(result.changed), np.flatnonzero(values != before))
+        assert len(np.unique(result.changed)) == len(result.changed)
+        if result.frontier.size:
+            assert np.diff(indptr)[result.frontier].sum() >= 50_000
+            assert result.minimum == values[result.frontier].min()
+        frontier, calls = result.frontier, calls + 1
+    assert calls >= 2
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0)
+    np.testing.assert_allclose(values, dist.astype(np.float32), rtol=1e-5)
 
 
 @settings(max_examples=100, deadline=None)

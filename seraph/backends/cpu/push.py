@@ -774,8 +774,10 @@ def _level_pieces(indptr, indices, cand, values, frontier, ends, out, start, cur
 # between parallel regions and sets their `pend` to _IDLE; a lowering during the round then
 # queues the vertex again, so no update is lost however the threads interleave.
 #
-# Pushing threads only append claims (what to file) to their own buffers; the stacks are
-# updated between parallel regions, grouped per stack.
+# In a parallel round the pushing threads only list the vertices they lower, each piece in
+# its own part of one buffer; then the pieces take the atomic min on `pend` and place the
+# entries grouped per stack (_file_pieces), and the stacks are appended to between parallel
+# regions.
 # --------------------------------------------------------------------------------------
 _UNTOUCHED = np.iinfo(np.int32).max  #: `pend` of a vertex this run has not queued yet
 _IDLE = _UNTOUCHED - 1  #: `pend` of a vertex that waits in no bin
@@ -784,6 +786,16 @@ _VERTEX_BITS = 31  #: an entry is (bin << _VERTEX_BITS) | vertex
 _VERTEX_MASK = (1 << _VERTEX_BITS) - 1
 _CUR, _WAITING, _WAITING_EDGES, _FAR_MIN, _RING, _CHANGED = range(6)  #: indices into meta
 _QUEUE, _NEW, _FIRST = 1, 2, 4  #: claim flags: add an entry, newly waiting, first change
+#: A parallel filing's notes per piece: first changes, newly waiting vertices, their
+#: out-edges, the smallest bin it adds to the far pile.
+_NOTE_FIRST, _NOTE_NEW, _NOTE_NEW_EDGES, _NOTE_FAR_MIN = range(4)
+_NOTES = 4
+#: A lowering costs about as much to file as this many edges to push (a vertex's ``pend``
+#: and row bounds, and its entry's writes): a parallel round's are filed in parallel too
+#: once they would cost as much as a parallel round's edges (_PARALLEL_EDGES).
+_CLAIM_EDGES = 4
+#: How many claims ahead a parallel filing asks for a vertex's ``pend`` and row bounds.
+_CLAIM_AHEAD = 16
 
 
 class _Bins(NamedTuple):
@@ -851,6 +863,13 @@ def _claim(pend, v, b, deg, lowered, keys, degs, flags, k):
     return k + 1
 
 
+@njit(inline="always", cache=True)
+def _stack_of(b, cur, far):
+    """The stack of bin b: its ring slot while within the ring's reach of ``cur``, else the
+    far pile."""
+    return b & (far - 1) if b - cur < far else far
+
+
 @njit(cache=True)
 def _file(bins, keys, degs, flags, k):
     """Carry out claims ``[0, k)``: note changed vertices, count newly waiting ones, and add
@@ -872,7 +891,7 @@ def _file(bins, keys, degs, flags, k):
             _count_waiting(bins, degs[i], 1)
         stack[i] = -1
         if flags[i] & _QUEUE:
-            lst = b & (far - 1) if b - bins.meta[_CUR] < far else far
+            lst = _stack_of(b, bins.meta[_CUR], far)
             if lst == far:
                 bins.meta[_FAR_MIN] = min(bins.meta[_FAR_MIN], b)
             if incoming[lst] == 0:
@@ -1002,48 +1021,107 @@ def _push_alone(indptr, indices, weights, values, bins, frontier, edges, inv_del
 
 @njit(cache=True)
 def _push_together(indptr, indices, weights, values, bins, frontier, frontier_degs,
-                   inv_delta, max_pieces):
+                   inv_delta, max_pieces, parallel_edges):
     """Push ``frontier`` in parallel pieces of equal edge counts, then queue what they
-    lowered."""
+    lowered (_file_pieces; ``parallel_edges``: see _PARALLEL_EDGES)."""
     ends = np.cumsum(frontier_degs)
     total = ends[-1]
     pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
-    # A piece records at most one claim per successful update, so at most one per edge.
+    # A piece lowers a vertex at most once per edge.
     offsets = np.zeros(pieces + 1, dtype=np.int64)
     for p in range(pieces):
         offsets[p + 1] = _piece_end(total, pieces, p)
     keys = np.empty(total, dtype=np.int64)
+    counts = np.zeros(pieces, dtype=np.int64)
+    _ordered_pieces(indptr, indices, weights, values, frontier, ends, inv_delta, offsets,
+                    keys, counts)
+    _file_pieces(indptr, bins, offsets, keys, counts,
+                 counts.sum() * _CLAIM_EDGES >= parallel_edges)
+
+
+@njit(cache=True)
+def _file_pieces(indptr, bins, offsets, keys, counts, spread):
+    """File the lowerings of a parallel round: piece p's are ``keys[offsets[p]:][:counts[p]]``.
+
+    _file's work, shared out: each piece settles which of its lowerings are claims and
+    counts them per stack (_claim_piece); the counts place every piece's entries, stack by
+    stack, in one array (_scatter_piece), whose segments are then appended to the stacks.
+    The pieces run in parallel where ``spread`` (see _CLAIM_EDGES); for fewer lowerings,
+    waking the pool twice more costs more than they take."""
+    pieces, far, cur = len(counts), _far(bins), bins.meta[_CUR]
+    total = offsets[-1]
     degs = np.empty(total, dtype=np.int64)
     flags = np.empty(total, dtype=np.uint8)
-    counts = np.zeros(pieces, dtype=np.int64)
-    _ordered_pieces(indptr, indices, weights, values, frontier, ends, bins.pend, inv_delta,
-                    offsets, keys, degs, flags, counts)
+    tally = np.zeros((pieces, far + 1), dtype=np.int64)  # claims per piece and stack
+    notes = np.zeros((pieces, _NOTES), dtype=np.int64)
+    if spread:
+        _claim_pieces(indptr, bins.pend, cur, far, offsets, keys, degs, flags, counts,
+                      tally, notes)
+    else:
+        for p in range(pieces):
+            counts[p] = _claim_piece(indptr, bins.pend, cur, far, offsets[p], counts[p],
+                                     keys, degs, flags, tally[p], notes[p])
+    at = np.empty((pieces, far + 1), dtype=np.int64)  # piece p's first place per stack
+    incoming = np.zeros(far + 1, dtype=np.int64)
+    placed = 0
+    for lst in range(far + 1):
+        for p in range(pieces):
+            at[p, lst] = placed
+            placed += tally[p, lst]
+            incoming[lst] += tally[p, lst]
+        if lst != far:
+            bins.meta[_RING] += incoming[lst]
+    changed_at = np.empty(pieces, dtype=np.int64)  # piece p's first place in bins.changed
     for p in range(pieces):
-        lo, hi = offsets[p], offsets[p + 1]
-        _file(bins, keys[lo:hi], degs[lo:hi], flags[lo:hi], counts[p])
+        changed_at[p] = bins.meta[_CHANGED]
+        bins.meta[_CHANGED] += notes[p, _NOTE_FIRST]
+        bins.meta[_WAITING] += notes[p, _NOTE_NEW]
+        bins.meta[_WAITING_EDGES] += notes[p, _NOTE_NEW_EDGES]
+        bins.meta[_FAR_MIN] = min(bins.meta[_FAR_MIN], notes[p, _NOTE_FAR_MIN])
+    grouped_keys = np.empty(placed, dtype=np.int64)
+    grouped_degs = np.empty(placed, dtype=np.int64)
+    if spread:
+        _scatter_pieces(cur, far, offsets, keys, degs, flags, counts, at, changed_at,
+                        bins.changed, grouped_keys, grouped_degs)
+    else:
+        for p in range(pieces):
+            _scatter_piece(cur, far, offsets[p], counts[p], keys, degs, flags, at[p],
+                           changed_at[p], bins.changed, grouped_keys, grouped_degs)
+    first = 0
+    for lst in range(far + 1):
+        size, add = bins.size[lst], incoming[lst]
+        if add:
+            stack_keys = _room(bins.keys, lst, size + add)
+            stack_degs = _room(bins.degs, lst, size + add)
+            edges = 0
+            for j in range(add):
+                stack_keys[size + j] = grouped_keys[first + j]
+                stack_degs[size + j] = grouped_degs[first + j]
+                edges += grouped_degs[first + j]
+            bins.size[lst] = size + add
+            bins.edges[lst] += edges
+            first += add
 
 
 @njit(parallel=True, cache=True)
-def _ordered_pieces(indptr, indices, weights, values, frontier, ends, pend, inv_delta,
-                    offsets, keys, degs, flags, counts):
-    """Piece p pushes round edges [offsets[p], offsets[p + 1]) and records its claims in
-    ``keys/degs/flags`` from ``offsets[p]`` on, reporting in ``counts[p]``."""
+def _ordered_pieces(indptr, indices, weights, values, frontier, ends, inv_delta, offsets,
+                    keys, counts):
+    """Piece p pushes round edges [offsets[p], offsets[p + 1]) and lists the vertices it
+    lowers as entries in ``keys`` from ``offsets[p]`` on, reporting in ``counts[p]``."""
     for p in prange(len(counts)):
         lo, hi = offsets[p], offsets[p + 1]
-        counts[p] = _ordered_piece(
-            indptr, indices, weights, values, frontier, ends, pend, inv_delta, lo, hi,
-            keys[lo:hi], degs[lo:hi], flags[lo:hi])
+        counts[p] = _ordered_piece(indptr, indices, weights, values, frontier, ends,
+                                   inv_delta, lo, hi, keys[lo:hi])
 
 
 @njit(inline="always", cache=True)
-def _ordered_piece(indptr, indices, weights, values, frontier, ends, pend, inv_delta, lo,
-                   hi, keys, degs, flags):
-    """Relax round edges [lo, hi); returns the number of claims recorded.
+def _ordered_piece(indptr, indices, weights, values, frontier, ends, inv_delta, lo, hi,
+                   keys):
+    """Relax round edges [lo, hi); returns the number of lowerings listed in ``keys``.
 
-    A claim says what the sequential step after the round must do about a lowered vertex:
-    add an entry (this thread moved its ``pend`` to a lower bin), count it as waiting, note
-    it as changed."""
-    claims = 0
+    Only the lowering is done here: which of them queue their vertex is settled after the
+    round, where the vertices' ``pend`` and rows can be asked for ahead (_claim_pieces)."""
+    lowered = 0
     i = np.searchsorted(ends, lo, side="right")  # the frontier vertex owning edge lo
     pos = lo
     while pos < hi:
@@ -1056,15 +1134,75 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, pend, inv_d
             v = indices[e]
             cand = val + weights[e]
             if cand < atomic_load(values, v) and cand < atomic_min(values, v, cand):
-                b = _bin_of(cand, inv_delta)
-                old = atomic_min(pend, v, b)
-                if b < old:  # this thread moved v to a lower bin: it files the entry
-                    _record(keys, degs, flags, claims, v, b, indptr[v + 1] - indptr[v], old,
-                            True)
-                    claims += 1
+                keys[lowered] = (_bin_of(cand, inv_delta) << _VERTEX_BITS) | v
+                lowered += 1
         pos = stop
         i += 1
+    return lowered
+
+
+@njit(parallel=True, cache=True)
+def _claim_pieces(indptr, pend, cur, far, offsets, keys, degs, flags, counts, tally, notes):
+    """_claim_piece for every piece, in parallel."""
+    for p in prange(len(counts)):
+        counts[p] = _claim_piece(indptr, pend, cur, far, offsets[p], counts[p], keys, degs,
+                                 flags, tally[p], notes[p])
+
+
+@njit(inline="always", cache=True)
+def _claim_piece(indptr, pend, cur, far, lo, lowered, keys, degs, flags, tally, notes):
+    """Move the ``pend`` of each vertex a piece lowered (``keys[lo:lo + lowered]``) to the
+    lowering's bin. The lowerings that moved it to a lower bin are the piece's claims, kept
+    in place at the front of its part of ``keys``, with ``degs`` and ``flags`` (see
+    _record); returns how many. ``tally``: the claims per stack; ``notes``: see _NOTES."""
+    notes[_NOTE_FAR_MIN] = _MAX_BIN
+    claims = 0
+    last = lo + lowered - 1
+    for i in range(lo, lo + lowered):
+        ahead = keys[min(i + _CLAIM_AHEAD, last)] & _VERTEX_MASK
+        prefetch(pend, ahead)
+        prefetch(indptr, ahead)
+        v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
+        old = atomic_min(pend, v, b)
+        if b < old:  # this piece moved v to a lower bin: it files the entry
+            deg = indptr[v + 1] - indptr[v]
+            _record(keys, degs, flags, lo + claims, v, b, deg, old, True)
+            claims += 1
+            notes[_NOTE_FIRST] += old == _UNTOUCHED
+            if old > _MAX_BIN:
+                notes[_NOTE_NEW] += 1
+                notes[_NOTE_NEW_EDGES] += deg
+            lst = _stack_of(b, cur, far)
+            tally[lst] += 1
+            if lst == far:
+                notes[_NOTE_FAR_MIN] = min(notes[_NOTE_FAR_MIN], b)
     return claims
+
+
+@njit(parallel=True, cache=True)
+def _scatter_pieces(cur, far, offsets, keys, degs, flags, counts, at, changed_at, changed,
+                    grouped_keys, grouped_degs):
+    """_scatter_piece for every piece, in parallel."""
+    for p in prange(len(counts)):
+        _scatter_piece(cur, far, offsets[p], counts[p], keys, degs, flags, at[p],
+                       changed_at[p], changed, grouped_keys, grouped_degs)
+
+
+@njit(inline="always", cache=True)
+def _scatter_piece(cur, far, lo, claims, keys, degs, flags, at, changed_at, changed,
+                   grouped_keys, grouped_degs):
+    """Write a piece's claims (``keys[lo:lo + claims]``) to ``grouped_*``, each stack's from
+    ``at[stack]`` on, and its first changes to ``changed`` from ``changed_at`` on."""
+    place = at.copy()
+    k = changed_at
+    for i in range(lo, lo + claims):
+        lst = _stack_of(keys[i] >> _VERTEX_BITS, cur, far)
+        grouped_keys[place[lst]] = keys[i]
+        grouped_degs[place[lst]] = degs[i]
+        place[lst] += 1
+        if flags[i] & _FIRST:
+            changed[k] = keys[i] & _VERTEX_MASK
+            k += 1
 
 
 @kernel(cache=True)
@@ -1117,7 +1255,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
             edges += batch_degs[i]
         if PARALLEL and together:  # never in the serial twin (seraph.kernels)
             _push_together(indptr, indices, weights, values, bins, batch[:k],
-                                    batch_degs[:k], inv_delta, max_pieces)
+                           batch_degs[:k], inv_delta, max_pieces, parallel_edges)
         else:
             _push_alone(indptr, indices, weights, values, bins, batch[:k], edges,
                                  inv_delta)
