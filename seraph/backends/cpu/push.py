@@ -79,6 +79,10 @@ _WEIGHT_SAMPLES = 1 << 16
 #: vertices ask for the last one's again, which costs a hint and saves a branch.
 _BOUNDS_AHEAD = 16
 _ROW_AHEAD = 8
+#: A parallel delta-stepping round also asks for the heads' values of the row this many
+#: vertices on (its first _HEADS_ROW), and of a longer row this many edges on.
+_HEADS_AHEAD = 4
+_HEADS_ROW = 16
 #: The ring holds at most 2^_MAX_RING_BITS consecutive bins; farther ones wait in a pile.
 _MAX_RING_BITS = 12
 #: Claims a piece of a one-level round keeps before moving them to the shared list.
@@ -1123,14 +1127,25 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, inv_delta, 
     round, where the vertices' ``pend`` and rows can be asked for ahead (_claim_pieces)."""
     lowered = 0
     i = np.searchsorted(ends, lo, side="right")  # the frontier vertex owning edge lo
+    last = min(np.searchsorted(ends, hi - 1, side="right"), len(frontier) - 1)
     pos = lo
     while pos < hi:
+        # Rows ahead as in _push_alone, and the heads' values of a row that has landed.
+        prefetch(indptr, frontier[min(i + _BOUNDS_AHEAD, last)])
+        ahead = indptr[frontier[min(i + _ROW_AHEAD, last)]]
+        prefetch(indices, ahead)
+        prefetch(weights, ahead)
+        w = frontier[min(i + _HEADS_AHEAD, last)]
+        for e in range(indptr[w], min(indptr[w + 1], indptr[w] + _HEADS_ROW)):
+            prefetch(values, indices[e])
         u = frontier[i]
         stop = min(ends[i], hi)
         # Read once: if another thread lowers value[u] meanwhile, it also re-queues u.
         val = atomic_load(values, u)
         first = indptr[u] + pos - (ends[i] - (indptr[u + 1] - indptr[u]))
-        for e in range(first, first + stop - pos):
+        end = first + stop - pos
+        for e in range(first, end):
+            prefetch(values, indices[min(e + _HEADS_ROW, end - 1)])  # a long row's own
             v = indices[e]
             cand = val + weights[e]
             if cand < atomic_load(values, v) and cand < atomic_min(values, v, cand):
