@@ -101,6 +101,22 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
     assert "| kron-6 | SSSP |" in capsys.readouterr().out
 
 
+def test_gaps_sssp_runs_at_each_delta_and_stands_at_its_fastest(tmp_path):
+    log = tmp_path / "calls.log"
+    gap = fake_gap(tmp_path / "gap", log)
+    out_json = tmp_path / "g.json"
+    assert bench_gap.main(["--gap-dir", str(gap), "--kinds", "rmat", "--scale", "6",
+                           "--algorithms", "sssp", "--gap-deltas", "1", "4.5",
+                           "--sources", "2", "--repeat", "1", "--workdir",
+                           str(tmp_path / "work"), "--json-out", str(out_json),
+                           "--md-out", ""]) == 0
+    [cell] = json.loads(out_json.read_text())["cells"]
+    runs = [line.split() for line in log.read_text().splitlines() if "-v" not in line]
+    assert sorted(args[args.index("-d") + 1] for _, _, *args in runs) == ["1", "1", "4.5",
+                                                                          "4.5"]
+    assert cell["gap_delta"] in (1, 4.5) and set(cell["gap_medians_by_delta"]) == {"1", "4.5"}
+
+
 def test_each_thread_count_runs_both_systems_and_the_scaling_is_drawn(tmp_path, monkeypatch):
     """``--threads 1 2``: each cell once per count, GAP's OMP_NUM_THREADS and Seraph's
     ``threads=`` the cell's, and ``--plot`` writes the curve."""
