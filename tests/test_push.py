@@ -344,6 +344,30 @@ def test_values_at_or_below_the_waiting_minimum_are_final_after_a_hand_back(mode
     assert handbacks >= 2
 
 
+def through_hand_backs(indptr, indices, weights, n, mode, limit, delta):
+    """push_until from vertex 0 over and over, as the scheduler calls it, with one Scratch
+    through every hand-back at ``limit`` edges: each call leaves the scratch clean, reports
+    exactly the vertices it changed, once each, and hands back a frontier of at least
+    ``limit`` out-edges at its smallest value. Returns the values."""
+    scratch = Scratch(n)
+    values = initial_values(n, 0, mode)
+    frontier, calls = np.array([0]), 0
+    while frontier.size:
+        before = values.copy()
+        result = push_until(indptr, indices, weights, values, frontier, mode, limit,
+                            delta=delta, scratch=scratch)
+        assert not scratch.in_next().any()
+        assert (scratch.pend() == np.iinfo(np.int32).max).all()
+        np.testing.assert_array_equal(np.sort(result.changed), np.flatnonzero(values != before))
+        assert len(np.unique(result.changed)) == len(result.changed)
+        if result.frontier.size:
+            assert np.diff(indptr)[result.frontier].sum() >= limit
+            assert result.minimum == values[result.frontier].min()
+        frontier, calls = result.frontier, calls + 1
+    assert calls >= 2
+    return values
+
+
 @pytest.mark.parametrize("mode, delta", [(HOP, None), (LABEL, None), (DISTANCE, None),
                                          (DISTANCE, np.inf), (DISTANCE, 0.01)])
 def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
@@ -351,19 +375,7 @@ def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
     or the next one would miss changed vertices."""
     n, src, dst, w = random_graph()
     indptr, indices, weights = csr(n, src, dst, w)
-    scratch = Scratch(n)
-    values = initial_values(n, 0, mode)
-    frontier, calls = np.array([0]), 0
-    while frontier.size:
-        before = values.copy()
-        result = push_until(indptr, indices, weights, values, frontier, mode, 2000,
-                            delta=delta, scratch=scratch)
-        assert not scratch.in_next().any()
-        assert (scratch.pend() == np.iinfo(np.int32).max).all()
-        np.testing.assert_array_equal(np.sort(result.changed), np.flatnonzero(values != before))
-        assert len(np.unique(result.changed)) == len(result.changed)
-        frontier, calls = result.frontier, calls + 1
-    assert calls >= 2
+    values = through_hand_backs(indptr, indices, weights, n, mode, 2000, delta)
     fresh = initial_values(n, 0, mode)
     run((indptr, indices, weights), fresh, [0], mode)  # in one call, without a scratch
     np.testing.assert_array_equal(values, fresh)
@@ -404,21 +416,7 @@ def test_many_lowerings_filed_by_several_pieces_match_one_shot(parallel_edges, d
     monkeypatch.setattr(push, "_PARALLEL_EDGES", parallel_edges)
     n, src, dst, w = random_graph()
     indptr, indices, weights = csr(n, src, dst, w)
-    scratch = Scratch(n)
-    values = initial_values(n, 0, DISTANCE)
-    frontier, calls = np.array([0]), 0
-    while frontier.size:
-        before = values.copy()
-        result = push_until(indptr, indices, weights, values, frontier, DISTANCE, 50_000,
-                            delta=delta, scratch=scratch)
-        assert (scratch.pend() == np.iinfo(np.int32).max).all()
-        np.testing.assert_array_equal(np.sort(result.changed), np.flatnonzero(values != before))
-        assert len(np.unique(result.changed)) == len(result.changed)
-        if result.frontier.size:
-            assert np.diff(indptr)[result.frontier].sum() >= 50_000
-            assert result.minimum == values[result.frontier].min()
-        frontier, calls = result.frontier, calls + 1
-    assert calls >= 2
+    values = through_hand_backs(indptr, indices, weights, n, DISTANCE, 50_000, delta)
     dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0)
     np.testing.assert_allclose(values, dist.astype(np.float32), rtol=1e-5)
 
