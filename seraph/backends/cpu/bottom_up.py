@@ -81,10 +81,10 @@ def pull_unsettled(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray 
     minimum = _pull_blocks.over(n, m)(
         indptr, indices, weights, values, threshold, *lightest, limit, op, by_weight, inf,
         pull_floor(STRONG, levels, threshold), workers, listed, blocks, STOP)
-    pulled = blocks[:, LOWERED] >= 0
+    lowered = blocks[:, LOWERED]
+    pulled = lowered >= 0
     if not pulled.any():
         return None
-    lowered = blocks[:, LOWERED]
     return Pulled(_gathered.over(int(lowered[pulled].sum()))(listed, lowered), minimum,
                   int(blocks[pulled, ATTEMPTED].sum()), int(blocks[pulled, EDGES].sum()),
                   bool(pulled.all()))
