@@ -407,6 +407,36 @@ def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, da
                                   np.flatnonzero(values != initial_values(n, source, DISTANCE)))
 
 
+@settings(max_examples=100, deadline=None)
+@given(graphs(), st.data())
+def test_delta_stepping_from_any_frontier_lists_each_change_once(g, data):
+    """A frontier with repeated and unreached vertices, taken apart from the source's run
+    at a hand-back, queued and finished one by one or by every thread: each call lists
+    exactly the vertices it lowered, once each, and the run ends at Dijkstra's values."""
+    n, src, dst, w = g
+    source = data.draw(st.integers(0, n - 1))
+    delta = data.draw(st.sampled_from([None, 0.25, 100.0]))
+    graph = csr(n, src, dst, w)
+    values = initial_values(n, source, DISTANCE)
+    frontier = np.array([source])
+    with pytest.MonkeyPatch.context() as patch:
+        if data.draw(st.booleans(), label="every thread"):
+            for limit_name in ("SERIAL_WORK", "SERIAL_GRAPH", "SERIAL_FILL"):  # all_threads
+                patch.setattr(kernels, limit_name, 0)
+            patch.setattr(push, "_PARALLEL_EDGES", 1)
+        while frontier.size:
+            extra = data.draw(st.lists(st.integers(0, n - 1), max_size=6), label="extra")
+            frontier = np.concatenate([frontier, frontier[:2], extra]).astype(np.int64)
+            before = values.copy()
+            result = push_until(*graph, values, frontier, DISTANCE, 4, delta=delta)
+            assert len(np.unique(result.changed)) == len(result.changed)
+            np.testing.assert_array_equal(np.sort(result.changed),
+                                          np.flatnonzero(values < before))
+            frontier = result.frontier
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
+    np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
+
+
 @pytest.mark.parametrize("parallel_edges", [1, 1 << 12])
 @pytest.mark.parametrize("delta", [None, 0.01, 10.0])
 def test_many_lowerings_filed_by_several_pieces_match_one_shot(parallel_edges, delta,

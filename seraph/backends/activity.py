@@ -125,7 +125,11 @@ def blocks_of(vertices, block_shift, num_blocks):
 @kernel(cache=True, parallel=True, nogil=True)
 def _hit_blocks(vertices, block_shift, hit):
     for i in prange(len(vertices)):
-        hit[vertices[i] >> block_shift] = True  # racing threads all store True
+        block = vertices[i] >> block_shift
+        # Read first: the few blocks' flags share a few cache lines, which every thread's
+        # store would take for itself in turn, though all store True.
+        if not hit[block]:
+            hit[block] = True
 
 
 def page_summary(graph, layout: Layout) -> np.ndarray:

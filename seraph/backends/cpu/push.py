@@ -245,7 +245,7 @@ def _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
     minimum = values[frontier[0]] if unique and len(frontier) else \
         _smallest(values, frontier, values.dtype.type(inf))
     return PushResult(frontier=frontier, rounds=int(rounds), edges_pushed=int(edges),
-                      changed=changed if unique else _sorted_union([changed], len(values)),
+                      changed=changed if unique else _sorted_unique(changed, len(values)),
                       minimum=minimum)
 
 
@@ -444,31 +444,24 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     # Ring bins for every bin one push can reach, so the far pile only takes initial values.
     reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
-    start = values[frontier]
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
-    nxt, ordered, rounds, pushed, lowered = stepping(
+    nxt, ordered, rounds, pushed, changed = stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     if not ordered:
         nxt.sort()
-    # ``lowered`` lists a vertex once, and one of the frontier only where it was lowered
-    # from unreached (so it is in ``again`` too).
-    again = frontier[values[frontier] < start]
-    changed = _sorted_union([lowered, again], len(values)) if len(again) else lowered
     return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
                       changed=changed, minimum=_smallest(values, nxt, values.dtype.type(np.inf)))
 
 
-def _sorted_union(arrays: list[np.ndarray], n: int) -> np.ndarray:
-    """Sorted unique ids in [0, n) from int64 arrays (np.unique's sort
-    and mask make more passes)."""
-    if _scan_is_faster(sum(len(a) for a in arrays), n, round_pieces()):
+def _sorted_unique(ids: np.ndarray, n: int) -> np.ndarray:
+    """The sorted unique ids in [0, n) of int64 ``ids`` (np.unique's sort and mask make
+    more passes)."""
+    if _scan_is_faster(len(ids), n, round_pieces()):
         marks = np.zeros(n, dtype=np.uint8)
-        for ids in arrays:
-            _mark(marks, ids)
+        _mark(marks, ids)
         return ids_between.over(n)(marks, 1, 1)
-    ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
-    ids.sort()
+    ids = np.sort(ids)
     keep = np.ones(len(ids), dtype=bool)
     keep[1:] = ids[1:] != ids[:-1]
     return ids[keep]
@@ -1024,28 +1017,49 @@ def _push_alone(indptr, indices, weights, values, bins, frontier, edges, inv_del
 
 
 @njit(cache=True)
-def _push_together(indptr, indices, weights, values, bins, frontier, frontier_degs,
-                   inv_delta, max_pieces, parallel_edges):
-    """Push ``frontier`` in parallel pieces of equal edge counts, then queue what they
-    lowered (_file_pieces; ``parallel_edges``: see _PARALLEL_EDGES)."""
-    ends = np.cumsum(frontier_degs)
+def _push_together(indptr, indices, weights, values, bins, frontier, ends, inv_delta,
+                   max_pieces, parallel_edges):
+    """Push ``frontier`` (``ends``: each vertex's row end in the round's edges) in parallel
+    pieces of equal edge counts, then queue what they lowered (_file_pieces;
+    ``parallel_edges``: see _PARALLEL_EDGES)."""
     total = ends[-1]
-    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
+    offsets = _even_pieces(total, max_pieces)
     # A piece lowers a vertex at most once per edge.
-    offsets = np.zeros(pieces + 1, dtype=np.int64)
-    for p in range(pieces):
-        offsets[p + 1] = _piece_end(total, pieces, p)
     keys = np.empty(total, dtype=np.int64)
-    counts = np.zeros(pieces, dtype=np.int64)
+    counts = np.zeros(len(offsets) - 1, dtype=np.int64)
     _ordered_pieces(indptr, indices, weights, values, frontier, ends, inv_delta, offsets,
                     keys, counts)
     _file_pieces(indptr, bins, offsets, keys, counts,
-                 counts.sum() * _CLAIM_EDGES >= parallel_edges)
+                 counts.sum() * _CLAIM_EDGES >= parallel_edges, True)
 
 
 @njit(cache=True)
-def _file_pieces(indptr, bins, offsets, keys, counts, spread):
-    """File the lowerings of a parallel round: piece p's are ``keys[offsets[p]:][:counts[p]]``.
+def _even_pieces(total, max_pieces):
+    """Offsets of at most ``max_pieces`` equal pieces of [0, total), of GRAIN_EDGES or
+    more each unless there is only one."""
+    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
+    offsets = np.empty(pieces + 1, dtype=np.int64)
+    for p in range(pieces + 1):
+        offsets[p] = _piece_end(total, pieces, p - 1)
+    return offsets
+
+
+@njit(cache=True)
+def _exclusive_sums(counts):
+    """Each piece's first place when the pieces' ``counts`` are laid end to end."""
+    at = np.empty(len(counts), dtype=np.int64)
+    total = 0
+    for p in range(len(counts)):
+        at[p] = total
+        total += counts[p]
+    return at
+
+
+@njit(cache=True)
+def _file_pieces(indptr, bins, offsets, keys, counts, spread, lowered):
+    """File the lowerings of a parallel round: piece p's are ``keys[offsets[p]:][:counts[p]]``
+    (``lowered``: their values were lowered, so a first one is a change; else they are
+    entries of vertices that wait nowhere, as _queue_all's).
 
     _file's work, shared out: each piece settles which of its lowerings are claims and
     counts them per stack (_claim_piece); the counts place every piece's entries, stack by
@@ -1060,11 +1074,11 @@ def _file_pieces(indptr, bins, offsets, keys, counts, spread):
     notes = np.zeros((pieces, _NOTES), dtype=np.int64)
     if spread:
         _claim_pieces(indptr, bins.pend, cur, far, offsets, keys, degs, flags, counts,
-                      tally, notes)
+                      tally, notes, lowered)
     else:
         for p in range(pieces):
             counts[p] = _claim_piece(indptr, bins.pend, cur, far, offsets[p], counts[p],
-                                     keys, degs, flags, tally[p], notes[p])
+                                     keys, degs, flags, tally[p], notes[p], lowered)
     at = np.empty((pieces, far + 1), dtype=np.int64)  # piece p's first place per stack
     incoming = np.zeros(far + 1, dtype=np.int64)
     placed = 0
@@ -1097,14 +1111,40 @@ def _file_pieces(indptr, bins, offsets, keys, counts, spread):
         if add:
             stack_keys = _room(bins.keys, lst, size + add)
             stack_degs = _room(bins.degs, lst, size + add)
-            edges = 0
-            for j in range(add):
-                stack_keys[size + j] = grouped_keys[first + j]
-                stack_degs[size + j] = grouped_degs[first + j]
-                edges += grouped_degs[first + j]
+            # A long segment is copied by every thread: one thread would copy a uniform
+            # graph's busiest rounds alone.
+            parts = _even_pieces(add, pieces if spread else 1)
+            edges = np.zeros(len(parts) - 1, dtype=np.int64)
+            if len(edges) > 1:
+                _append_pieces(stack_keys, stack_degs, size, grouped_keys, grouped_degs,
+                               first, parts, edges)
+            else:
+                edges[0] = _append_piece(stack_keys, stack_degs, size, grouped_keys,
+                                         grouped_degs, first, 0, add)
             bins.size[lst] = size + add
-            bins.edges[lst] += edges
+            bins.edges[lst] += edges.sum()
             first += add
+
+
+@njit(parallel=True, cache=True)
+def _append_pieces(stack_keys, stack_degs, size, grouped_keys, grouped_degs, first,
+                   parts, edges):
+    """_append_piece for every piece of ``parts``, in parallel."""
+    for p in prange(len(edges)):
+        edges[p] = _append_piece(stack_keys, stack_degs, size, grouped_keys, grouped_degs,
+                                 first, parts[p], parts[p + 1])
+
+
+@njit(inline="always", cache=True)
+def _append_piece(stack_keys, stack_degs, size, grouped_keys, grouped_degs, first, lo, hi):
+    """Copy entries [lo, hi) of a stack's segment (from ``first`` in ``grouped_*``) to the
+    stack past its ``size`` entries; returns their out-edges."""
+    edges = 0
+    for j in range(lo, hi):
+        stack_keys[size + j] = grouped_keys[first + j]
+        stack_degs[size + j] = grouped_degs[first + j]
+        edges += grouped_degs[first + j]
+    return edges
 
 
 @njit(parallel=True, cache=True)
@@ -1157,23 +1197,26 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, inv_delta, 
 
 
 @njit(parallel=True, cache=True)
-def _claim_pieces(indptr, pend, cur, far, offsets, keys, degs, flags, counts, tally, notes):
+def _claim_pieces(indptr, pend, cur, far, offsets, keys, degs, flags, counts, tally, notes,
+                  lowered):
     """_claim_piece for every piece, in parallel."""
     for p in prange(len(counts)):
         counts[p] = _claim_piece(indptr, pend, cur, far, offsets[p], counts[p], keys, degs,
-                                 flags, tally[p], notes[p])
+                                 flags, tally[p], notes[p], lowered)
 
 
 @njit(inline="always", cache=True)
-def _claim_piece(indptr, pend, cur, far, lo, lowered, keys, degs, flags, tally, notes):
-    """Move the ``pend`` of each vertex a piece lowered (``keys[lo:lo + lowered]``) to the
-    lowering's bin. The lowerings that moved it to a lower bin are the piece's claims, kept
+def _claim_piece(indptr, pend, cur, far, lo, count, keys, degs, flags, tally, notes,
+                 lowered):
+    """Move the ``pend`` of each vertex of a piece's entries (``keys[lo:lo + count]``) to
+    the entry's bin. The entries that moved it to a lower bin are the piece's claims, kept
     in place at the front of its part of ``keys``, with ``degs`` and ``flags`` (see
-    _record); returns how many. ``tally``: the claims per stack; ``notes``: see _NOTES."""
+    _record; ``lowered`` as there); returns how many. ``tally``: the claims per stack;
+    ``notes``: see _NOTES."""
     notes[_NOTE_FAR_MIN] = _MAX_BIN
     claims = 0
-    last = lo + lowered - 1
-    for i in range(lo, lo + lowered):
+    last = lo + count - 1
+    for i in range(lo, lo + count):
         ahead = keys[min(i + _CLAIM_AHEAD, last)] & _VERTEX_MASK
         prefetch(pend, ahead)
         prefetch(indptr, ahead)
@@ -1181,9 +1224,9 @@ def _claim_piece(indptr, pend, cur, far, lo, lowered, keys, degs, flags, tally, 
         old = atomic_min(pend, v, b)
         if b < old:  # this piece moved v to a lower bin: it files the entry
             deg = indptr[v + 1] - indptr[v]
-            _record(keys, degs, flags, lo + claims, v, b, deg, old, True)
+            _record(keys, degs, flags, lo + claims, v, b, deg, old, lowered)
             claims += 1
-            notes[_NOTE_FIRST] += old == _UNTOUCHED
+            notes[_NOTE_FIRST] += lowered and old == _UNTOUCHED
             if old > _MAX_BIN:
                 notes[_NOTE_NEW] += 1
                 notes[_NOTE_NEW_EDGES] += deg
@@ -1220,6 +1263,157 @@ def _scatter_piece(cur, far, lo, claims, keys, degs, flags, at, changed_at, chan
             k += 1
 
 
+@njit(cache=True)
+def _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces):
+    """Queue the reached vertices of a long ``frontier``, as _delta_stepping does one by one
+    for a short one, and read their values into ``start``: by every thread."""
+    offsets = _even_pieces(len(frontier), max_pieces)
+    pieces = len(offsets) - 1
+    keys = np.empty(len(frontier), dtype=np.int64)
+    counts = np.empty(pieces, dtype=np.int64)
+    least = np.empty(pieces, dtype=np.int64)
+    _entry_pieces(values, frontier, start, inv_delta, offsets, keys, counts, least)
+    if counts.sum():
+        bins.meta[_CUR] = least.min()
+    _file_pieces(indptr, bins, offsets, keys, counts, True, False)
+
+
+@njit(parallel=True, cache=True)
+def _entry_pieces(values, frontier, start, inv_delta, offsets, keys, counts, least):
+    """Piece p reads the values of its part of the frontier into ``start`` and lists the
+    reached ones as entries of their bins, in ``keys`` from ``offsets[p]`` on
+    (``counts[p]`` of them, the smallest bin ``least[p]``)."""
+    for p in prange(len(counts)):
+        lo, hi, k, low = offsets[p], offsets[p + 1], 0, np.int64(_MAX_BIN)
+        for i in range(lo, hi):
+            prefetch(values, frontier[min(i + _CLAIM_AHEAD, hi - 1)])
+            start[i] = values[frontier[i]]
+            if start[i] != np.inf:
+                b = _bin_of(start[i], inv_delta)
+                keys[lo + k] = (b << _VERTEX_BITS) | frontier[i]
+                low = min(low, b)
+                k += 1
+        counts[p], least[p] = k, low
+
+
+@njit(cache=True)
+def _take_together(bins, lst, batch, ends, max_pieces):
+    """_take of ring stack ``lst`` by every thread, each live entry's row end in the
+    round's edges in ``ends`` (as _push_together takes them) in place of its degree and
+    bin. Returns how many."""
+    keys, degs, size = bins.keys[lst], bins.degs[lst], bins.size[lst]
+    offsets = _even_pieces(size, max_pieces)
+    pieces = len(offsets) - 1
+    live = np.empty(size, dtype=np.uint8)
+    counts = np.empty(pieces, dtype=np.int64)
+    edges = np.empty(pieces, dtype=np.int64)
+    _live_pieces(bins.pend, keys, degs, offsets, live, counts, edges)
+    _compact_pieces(keys, degs, offsets, live, _exclusive_sums(counts),
+                    _exclusive_sums(edges), batch, ends)
+    k = counts.sum()
+    bins.meta[_WAITING] -= k
+    bins.meta[_WAITING_EDGES] -= edges.sum()
+    bins.meta[_RING] -= size
+    bins.size[lst] = bins.edges[lst] = 0
+    return k
+
+
+@njit(parallel=True, cache=True)
+def _live_pieces(pend, keys, degs, offsets, live, counts, edges):
+    """Piece p flags the live entries of its part of a stack in ``live`` and stops them
+    waiting (an entry is one vertex's only one in its bin, so no two pieces share a
+    vertex); ``counts[p]`` and ``edges[p]``: how many, and their out-edges."""
+    for p in prange(len(counts)):
+        lo, hi, k, e = offsets[p], offsets[p + 1], 0, 0
+        for i in range(lo, hi):
+            prefetch(pend, keys[min(i + _CLAIM_AHEAD, hi - 1)] & _VERTEX_MASK)
+            v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
+            live[i] = pend[v] == b
+            if live[i]:
+                pend[v] = _IDLE
+                k += 1
+                e += degs[i]
+        counts[p], edges[p] = k, e
+
+
+@njit(parallel=True, cache=True)
+def _compact_pieces(keys, degs, offsets, live, at, before, batch, ends):
+    """Piece p writes its live entries' vertices to ``batch`` from ``at[p]`` on, and their
+    rows' ends counted from ``before[p]`` to ``ends``."""
+    for p in prange(len(at)):
+        k, e = at[p], before[p]
+        for i in range(offsets[p], offsets[p + 1]):
+            if live[i]:
+                e += degs[i]
+                batch[k], ends[k] = keys[i] & _VERTEX_MASK, e
+                k += 1
+
+
+@njit(parallel=True, cache=True)
+def _set_at(a, ids, value):
+    """``a[ids] = value`` by every thread."""
+    chunks = max(1, min(len(ids) // GRAIN_EDGES, _MAX_SCAN_CHUNKS))
+    for c in prange(chunks):
+        for i in range(len(ids) * c // chunks, len(ids) * (c + 1) // chunks):
+            a[ids[i]] = value
+
+
+@njit(cache=True)
+def _also_lowered(pend, values, frontier, start, bins):
+    """The changed vertices: those lowered from _UNTOUCHED (whose ``pend`` is _UNTOUCHED
+    again), then the frontier's that the run lowered below ``start``, once each; every
+    ``pend`` of the frontier is _UNTOUCHED again."""
+    k = bins.meta[_CHANGED]
+    for i in range(len(frontier)):
+        v = frontier[i]
+        if pend[v] != _UNTOUCHED:  # queued, and not met before in the frontier
+            pend[v] = _UNTOUCHED
+            if values[v] < start[i]:
+                bins.changed[k] = v
+                k += 1
+    return bins.changed[:k]
+
+
+@njit(cache=True)
+def _also_lowered_together(pend, values, frontier, start, bins, max_pieces):
+    """_also_lowered by every thread."""
+    offsets = _even_pieces(len(frontier), max_pieces)
+    pieces = len(offsets) - 1
+    again = np.empty(len(frontier), dtype=np.uint8)
+    counts = np.empty(pieces, dtype=np.int64)
+    _again_pieces(pend, values, frontier, start, offsets, again, counts)
+    at = _exclusive_sums(counts)
+    for p in range(pieces):
+        at[p] += bins.meta[_CHANGED]
+    _list_again(frontier, offsets, again, at, bins.changed)
+    return bins.changed[:bins.meta[_CHANGED] + counts.sum()]
+
+
+@njit(parallel=True, cache=True)
+def _again_pieces(pend, values, frontier, start, offsets, again, counts):
+    """Piece p's part of _also_lowered's test, flagged in ``again`` and counted in
+    ``counts[p]``; a vertex twice in the frontier is taken by one piece only."""
+    for p in prange(len(counts)):
+        k = 0
+        for i in range(offsets[p], offsets[p + 1]):
+            v = frontier[i]
+            again[i] = (atomic_xchg(pend, v, _UNTOUCHED) != _UNTOUCHED
+                        and values[v] < start[i])
+            k += again[i]
+        counts[p] = k
+
+
+@njit(parallel=True, cache=True)
+def _list_again(frontier, offsets, again, at, changed):
+    """Piece p writes its flagged frontier vertices to ``changed`` from ``at[p]`` on."""
+    for p in prange(len(at)):
+        k = at[p]
+        for i in range(offsets[p], offsets[p + 1]):
+            if again[i]:
+                changed[k] = frontier[i]
+                k += 1
+
+
 @kernel(cache=True)
 def _waiting(bins, max_pieces):
     """The ids of the waiting vertices, and whether they are sorted."""
@@ -1246,15 +1440,27 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     bin at a time."""
     n = len(values)
     bins = _new_bins(pend, ring_bits)
-    frontier = frontier[values[frontier] != np.inf]  # an unreached vertex pushes nothing
-    starts = np.empty(len(frontier), dtype=np.int64)
-    first = np.int64(_MAX_BIN)  # their smallest (a loop compiles faster than .min())
-    for i in range(len(frontier)):
-        starts[i] = _bin_of(values[frontier[i]], inv_delta)
-        first = min(first, starts[i])
-    if len(frontier):
-        bins.meta[_CUR] = first
-    _queue_all(bins, frontier, indptr[frontier + 1] - indptr[frontier], starts)
+    start = np.empty(len(frontier), dtype=values.dtype)  # to tell which ones the run lowers
+    # The kernel's passes over a long frontier, or over many changed vertices, run on every
+    # thread; the serial twin never compiles them (seraph.kernels).
+    spread = len(frontier) * _CLAIM_EDGES >= parallel_edges
+    if PARALLEL and spread:
+        _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces)
+    else:
+        reached = np.empty(len(frontier), dtype=np.int64)  # an unreached one pushes nothing
+        starts = np.empty(len(frontier), dtype=np.int64)
+        first = np.int64(_MAX_BIN)  # their smallest (a loop compiles faster than .min())
+        r = 0
+        for i in range(len(frontier)):
+            start[i] = values[frontier[i]]
+            if start[i] != np.inf:
+                reached[r], starts[r] = frontier[i], _bin_of(start[i], inv_delta)
+                first = min(first, starts[r])
+                r += 1
+        if r:
+            bins.meta[_CUR] = first
+        reached = reached[:r]
+        _queue_all(bins, reached, indptr[reached + 1] - indptr[reached], starts[:r])
     batch = np.empty(n, dtype=np.int64)
     batch_degs = np.empty(n, dtype=np.int64)
     batch_bins = np.empty(n, dtype=np.int64)
@@ -1262,13 +1468,18 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     while _advance(bins, batch, batch_degs, batch_bins):
         lst = bins.meta[_CUR] & (_far(bins) - 1)
         together = bins.edges[lst] >= parallel_edges
-        k = _take(bins, lst, batch, batch_degs, batch_bins)
+        if PARALLEL and together:
+            # ``batch_degs`` takes each vertex's row end in the round's edges.
+            k = _take_together(bins, lst, batch, batch_degs, max_pieces)
+            edges = batch_degs[k - 1] if k else np.int64(0)
+        else:
+            k = _take(bins, lst, batch, batch_degs, batch_bins)
+            edges = np.int64(0)
+            for i in range(k):  # a loop compiles faster than .sum()
+                edges += batch_degs[i]
         if k == 0:
             continue  # only entries left behind by vertices that moved
-        edges = np.int64(0)
-        for i in range(k):  # a loop compiles faster than .sum()
-            edges += batch_degs[i]
-        if PARALLEL and together:  # never in the serial twin (seraph.kernels)
+        if PARALLEL and together:
             _push_together(indptr, indices, weights, values, bins, batch[:k],
                            batch_degs[:k], inv_delta, max_pieces, parallel_edges)
         else:
@@ -1280,8 +1491,13 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
         if bins.meta[_WAITING_EDGES] >= max_frontier_edges or atomic_load(halt, 0):
             break
     waiting, ordered = _waiting(bins, max_pieces)
+    # Only the vertices lowered from _UNTOUCHED and the frontier ever left it. The first
+    # are the changed vertices so far; those of the frontier that the run lowered join them.
     lowered = bins.changed[:bins.meta[_CHANGED]]
-    # Only the frontier and the vertices lowered from _UNTOUCHED ever left it.
-    pend[frontier] = _UNTOUCHED
-    pend[lowered] = _UNTOUCHED
-    return waiting, ordered, rounds, pushed, lowered
+    if PARALLEL and (spread or len(lowered) * _CLAIM_EDGES >= parallel_edges):
+        _set_at(pend, lowered, _UNTOUCHED)
+        changed = _also_lowered_together(pend, values, frontier, start, bins, max_pieces)
+    else:
+        pend[lowered] = _UNTOUCHED
+        changed = _also_lowered(pend, values, frontier, start, bins)
+    return waiting, ordered, rounds, pushed, changed
