@@ -1029,8 +1029,7 @@ def _push_together(indptr, indices, weights, values, bins, frontier, ends, inv_d
     counts = np.zeros(len(offsets) - 1, dtype=np.int64)
     _ordered_pieces(indptr, indices, weights, values, frontier, ends, inv_delta, offsets,
                     keys, counts)
-    _file_pieces(indptr, bins, offsets, keys, counts,
-                 counts.sum() * _CLAIM_EDGES >= parallel_edges, True)
+    _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, True)
 
 
 @njit(cache=True)
@@ -1056,7 +1055,7 @@ def _exclusive_sums(counts):
 
 
 @njit(cache=True)
-def _file_pieces(indptr, bins, offsets, keys, counts, spread, lowered):
+def _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, lowered):
     """File the lowerings of a parallel round: piece p's are ``keys[offsets[p]:][:counts[p]]``
     (``lowered``: their values were lowered, so a first one is a change; else they are
     entries of vertices that wait nowhere, as _queue_all's).
@@ -1064,9 +1063,11 @@ def _file_pieces(indptr, bins, offsets, keys, counts, spread, lowered):
     _file's work, shared out: each piece settles which of its lowerings are claims and
     counts them per stack (_claim_piece); the counts place every piece's entries, stack by
     stack, in one array (_scatter_piece), whose segments are then appended to the stacks.
-    The pieces run in parallel where ``spread`` (see _CLAIM_EDGES); for fewer lowerings,
-    waking the pool twice more costs more than they take."""
+    The pieces run in parallel where their entries cost ``parallel_edges`` (see
+    _CLAIM_EDGES), and so is a stack's segment appended; for fewer, waking the pool costs
+    more than they take."""
     pieces, far, cur = len(counts), _far(bins), bins.meta[_CUR]
+    spread = counts.sum() * _CLAIM_EDGES >= parallel_edges
     total = offsets[-1]
     degs = np.empty(total, dtype=np.int64)
     flags = np.empty(total, dtype=np.uint8)
@@ -1113,7 +1114,7 @@ def _file_pieces(indptr, bins, offsets, keys, counts, spread, lowered):
             stack_degs = _room(bins.degs, lst, size + add)
             # A long segment is copied by every thread: one thread would copy a uniform
             # graph's busiest rounds alone.
-            parts = _even_pieces(add, pieces if spread else 1)
+            parts = _even_pieces(add, pieces if add * _CLAIM_EDGES >= parallel_edges else 1)
             edges = np.zeros(len(parts) - 1, dtype=np.int64)
             if len(edges) > 1:
                 _append_pieces(stack_keys, stack_degs, size, grouped_keys, grouped_degs,
@@ -1264,7 +1265,8 @@ def _scatter_piece(cur, far, lo, claims, keys, degs, flags, at, changed_at, chan
 
 
 @njit(cache=True)
-def _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces):
+def _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces,
+                    parallel_edges):
     """Queue the reached vertices of a long ``frontier``, as _delta_stepping does one by one
     for a short one, and read their values into ``start``: by every thread."""
     offsets = _even_pieces(len(frontier), max_pieces)
@@ -1275,7 +1277,7 @@ def _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces
     _entry_pieces(values, frontier, start, inv_delta, offsets, keys, counts, least)
     if counts.sum():
         bins.meta[_CUR] = least.min()
-    _file_pieces(indptr, bins, offsets, keys, counts, True, False)
+    _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, False)
 
 
 @njit(parallel=True, cache=True)
@@ -1297,19 +1299,23 @@ def _entry_pieces(values, frontier, start, inv_delta, offsets, keys, counts, lea
 
 
 @njit(cache=True)
-def _take_together(bins, lst, batch, ends, max_pieces):
-    """_take of ring stack ``lst`` by every thread, each live entry's row end in the
+def _take_together(bins, lst, batch, ends, max_pieces, parallel_edges):
+    """_take of ring stack ``lst`` for a parallel round, each live entry's row end in the
     round's edges in ``ends`` (as _push_together takes them) in place of its degree and
-    bin. Returns how many."""
+    bin, by every thread where its entries cost ``parallel_edges``. Returns how many."""
     keys, degs, size = bins.keys[lst], bins.degs[lst], bins.size[lst]
-    offsets = _even_pieces(size, max_pieces)
+    offsets = _even_pieces(size, max_pieces if size * _CLAIM_EDGES >= parallel_edges else 1)
     pieces = len(offsets) - 1
     live = np.empty(size, dtype=np.uint8)
     counts = np.empty(pieces, dtype=np.int64)
     edges = np.empty(pieces, dtype=np.int64)
-    _live_pieces(bins.pend, keys, degs, offsets, live, counts, edges)
-    _compact_pieces(keys, degs, offsets, live, _exclusive_sums(counts),
-                    _exclusive_sums(edges), batch, ends)
+    if pieces > 1:
+        _live_pieces(bins.pend, keys, degs, offsets, live, counts, edges)
+        _compact_pieces(keys, degs, offsets, live, _exclusive_sums(counts),
+                        _exclusive_sums(edges), batch, ends)
+    else:
+        counts[0], edges[0] = _live_piece(bins.pend, keys, degs, 0, size, live)
+        _compact_piece(keys, degs, 0, size, live, 0, 0, batch, ends)
     k = counts.sum()
     bins.meta[_WAITING] -= k
     bins.meta[_WAITING_EDGES] -= edges.sum()
@@ -1320,33 +1326,45 @@ def _take_together(bins, lst, batch, ends, max_pieces):
 
 @njit(parallel=True, cache=True)
 def _live_pieces(pend, keys, degs, offsets, live, counts, edges):
-    """Piece p flags the live entries of its part of a stack in ``live`` and stops them
-    waiting (an entry is one vertex's only one in its bin, so no two pieces share a
-    vertex); ``counts[p]`` and ``edges[p]``: how many, and their out-edges."""
+    """_live_piece for every piece, in parallel."""
     for p in prange(len(counts)):
-        lo, hi, k, e = offsets[p], offsets[p + 1], 0, 0
-        for i in range(lo, hi):
-            prefetch(pend, keys[min(i + _CLAIM_AHEAD, hi - 1)] & _VERTEX_MASK)
-            v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
-            live[i] = pend[v] == b
-            if live[i]:
-                pend[v] = _IDLE
-                k += 1
-                e += degs[i]
-        counts[p], edges[p] = k, e
+        counts[p], edges[p] = _live_piece(pend, keys, degs, offsets[p], offsets[p + 1], live)
+
+
+@njit(inline="always", cache=True)
+def _live_piece(pend, keys, degs, lo, hi, live):
+    """Flag the live entries among a stack's [lo, hi) in ``live`` and stop them waiting (an
+    entry is its vertex's only one in its bin, so no two pieces share a vertex); returns
+    how many, and their out-edges."""
+    k = e = 0
+    for i in range(lo, hi):
+        prefetch(pend, keys[min(i + _CLAIM_AHEAD, hi - 1)] & _VERTEX_MASK)
+        v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
+        live[i] = pend[v] == b
+        if live[i]:
+            pend[v] = _IDLE
+            k += 1
+            e += degs[i]
+    return k, e
 
 
 @njit(parallel=True, cache=True)
 def _compact_pieces(keys, degs, offsets, live, at, before, batch, ends):
-    """Piece p writes its live entries' vertices to ``batch`` from ``at[p]`` on, and their
-    rows' ends counted from ``before[p]`` to ``ends``."""
+    """_compact_piece for every piece, in parallel."""
     for p in prange(len(at)):
-        k, e = at[p], before[p]
-        for i in range(offsets[p], offsets[p + 1]):
-            if live[i]:
-                e += degs[i]
-                batch[k], ends[k] = keys[i] & _VERTEX_MASK, e
-                k += 1
+        _compact_piece(keys, degs, offsets[p], offsets[p + 1], live, at[p], before[p], batch,
+                       ends)
+
+
+@njit(inline="always", cache=True)
+def _compact_piece(keys, degs, lo, hi, live, k, e, batch, ends):
+    """Write the live entries among [lo, hi) to ``batch`` from ``k`` on, and their rows'
+    ends counted from ``e`` to ``ends``."""
+    for i in range(lo, hi):
+        if live[i]:
+            e += degs[i]
+            batch[k], ends[k] = keys[i] & _VERTEX_MASK, e
+            k += 1
 
 
 @njit(parallel=True, cache=True)
@@ -1435,7 +1453,7 @@ def _waiting(bins, max_pieces):
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
                     max_frontier_edges, parallel_edges, max_pieces, pend, halt, live):
     """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
-    pushed, the vertices lowered that were not in ``frontier``). ``pend`` is all
+    pushed, every vertex it lowered, once each). ``pend`` is all
     _UNTOUCHED, and so again on return. Progress and stopping as :func:`_rounds_loop`'s, a
     bin at a time."""
     n = len(values)
@@ -1445,7 +1463,8 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     # thread; the serial twin never compiles them (seraph.kernels).
     spread = len(frontier) * _CLAIM_EDGES >= parallel_edges
     if PARALLEL and spread:
-        _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces)
+        _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces,
+                        parallel_edges)
     else:
         reached = np.empty(len(frontier), dtype=np.int64)  # an unreached one pushes nothing
         starts = np.empty(len(frontier), dtype=np.int64)
@@ -1470,7 +1489,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
         together = bins.edges[lst] >= parallel_edges
         if PARALLEL and together:
             # ``batch_degs`` takes each vertex's row end in the round's edges.
-            k = _take_together(bins, lst, batch, batch_degs, max_pieces)
+            k = _take_together(bins, lst, batch, batch_degs, max_pieces, parallel_edges)
             edges = batch_degs[k - 1] if k else np.int64(0)
         else:
             k = _take(bins, lst, batch, batch_degs, batch_bins)
@@ -1483,8 +1502,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
             _push_together(indptr, indices, weights, values, bins, batch[:k],
                            batch_degs[:k], inv_delta, max_pieces, parallel_edges)
         else:
-            _push_alone(indptr, indices, weights, values, bins, batch[:k], edges,
-                                 inv_delta)
+            _push_alone(indptr, indices, weights, values, bins, batch[:k], edges, inv_delta)
         rounds += 1
         pushed += edges
         _publish(live, rounds, bins.meta[_WAITING], pushed)
@@ -1494,10 +1512,12 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     # Only the vertices lowered from _UNTOUCHED and the frontier ever left it. The first
     # are the changed vertices so far; those of the frontier that the run lowered join them.
     lowered = bins.changed[:bins.meta[_CHANGED]]
-    if PARALLEL and (spread or len(lowered) * _CLAIM_EDGES >= parallel_edges):
+    if PARALLEL and len(lowered) * _CLAIM_EDGES >= parallel_edges:
         _set_at(pend, lowered, _UNTOUCHED)
-        changed = _also_lowered_together(pend, values, frontier, start, bins, max_pieces)
     else:
         pend[lowered] = _UNTOUCHED
+    if PARALLEL and spread:
+        changed = _also_lowered_together(pend, values, frontier, start, bins, max_pieces)
+    else:
         changed = _also_lowered(pend, values, frontier, start, bins)
     return waiting, ordered, rounds, pushed, changed
