@@ -1,16 +1,20 @@
 """Seraph's CPU backend beside the GAP benchmark suite on the same graphs, from the same
 sources, the two alternated source by source so that both see the same load.
 
-    python scripts/bench_gap.py --gap-dir DIR [--kinds rmat uniform] [--scale 20]
+    python scripts/bench_gap.py --gap-dir DIR [--kinds rmat uniform road] [--scale 20]
         [--algorithms bfs cc sssp pagerank] [--tolerance 1e-4]
         [--pagerank-method power|delta|gauss-seidel] [--gap-deltas 2] [--sources 8] [--repeat 2]
         [--threads 1 2 4 8 16] [--plot FILE] [--workdir DIR] [--json-out FILE]
         [--md-out FILE]
 
 GAP (github.com/sbeamer/gapbs) is not part of Seraph: build it in ``--gap-dir`` first
-(``make bfs cc sssp pr converter``). Each graph is ``benchlib.generated(kind, scale,
-gap_weights())``: edge factor 16, seed 1, symmetrized, GAP's weights (integers 1..255),
-not relabelled, so a store vertex is GAP's ``-r``. It is written as a GAP weighted edge
+(``make bfs cc sssp pr converter``). Each graph has GAP's weights (integers 1..255) and is
+not relabelled, so a store vertex is GAP's ``-r``: ``rmat`` and ``uniform`` are
+``benchlib.generated(kind, scale, gap_weights())`` (edge factor 16, seed 1, symmetrized),
+``road`` is ``benchlib.shuffled_grid`` of side about 2^(scale/2) (a road-like grid: 10% of
+its edges removed, its ids shuffled; GAP's own road benchmark runs SSSP at ``-d 50000``
+on weights up to tens of thousands, so ``--gap-deltas`` should reach up to a few hundred
+times these weights' mean). It is written as a GAP weighted edge
 list with each undirected edge once, and GAP's converter symmetrizes it back (``-s``)
 into ``.sg`` (BFS, CC) and ``.wsg`` (SSSP) files, kept in ``--workdir``.
 
@@ -52,7 +56,7 @@ import numpy as np
 
 from seraph.algorithms.pagerank import METHODS
 
-KINDS = ("rmat", "uniform")
+KINDS = ("rmat", "uniform", "road")
 #: GAP's kernel, graph file and extra options per algorithm.
 GAP = {"bfs": ("bfs", "sg", []), "cc": ("cc", "sg", []), "sssp": ("sssp", "wsg", []),
        "pagerank": ("pr", "sg", ["-i", "100"])}
@@ -161,15 +165,23 @@ def answer_figures(graph, alg: str, values: np.ndarray, vertices: int | None) ->
     return {}
 
 
+def graph_of(kind: str, scale: int):
+    """A class's graph of about 2^``scale`` vertices, with GAP's weights, and its name."""
+    from partitioner.generators import gap_weights
+
+    if kind == "road":
+        return benchlib.shuffled_grid(round(2 ** (scale / 2)), gap_weights()), f"road-{scale}"
+    name = f"{'kron' if kind == 'rmat' else 'uniform'}-{scale}"
+    return benchlib.generated(kind, scale, gap_weights()), name
+
+
 def cells_of(kind: str, args) -> list[dict]:
     """``--algorithms`` on one graph class, both systems."""
     import seraph
-    from partitioner.generators import gap_weights
     from seraph.algorithms import get
     from seraph.sources import random_sources
 
-    graph = benchlib.generated(kind, args.scale, gap_weights())
-    name = f"{'kron' if kind == 'rmat' else 'uniform'}-{args.scale}"
+    graph, name = graph_of(kind, args.scale)
     files = gap_files(graph, name, Path(args.gap_dir), Path(args.work))
     picked = random_sources(graph, args.sources, 0)
     cells = []

@@ -101,6 +101,22 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
     assert "| kron-6 | SSSP |" in capsys.readouterr().out
 
 
+def test_a_road_like_grid_is_a_class_of_its_own(tmp_path):
+    """``--kinds road``: the shuffled grid with edges removed, of side 2^(scale/2), its
+    isolated vertices among GAP's; every answer checked and GAP's figures agreeing."""
+    gap = fake_gap(tmp_path / "gap", tmp_path / "calls.log")
+    out_json = tmp_path / "g.json"
+    assert bench_gap.main(["--gap-dir", str(gap), "--kinds", "road", "--scale", "8",
+                           "--algorithms", "bfs", "cc", "sssp", "--sources", "2", "--repeat",
+                           "1", "--workdir", str(tmp_path / "work"), "--json-out",
+                           str(out_json), "--md-out", ""]) == 0
+    cells = json.loads(out_json.read_text())["cells"]
+    assert {c["graph"] for c in cells} == {"road-8"}
+    # A grid's 2 x 16 x 15 edges, each stored both ways, less the removed ones.
+    assert all(c["vertices"] == 16 * 16 and c["stored_edges"] < 4 * 16 * 15
+               and c["checks"]["ok"] and c["gap_figures"] for c in cells)
+
+
 def test_gaps_sssp_runs_at_each_delta_and_stands_at_its_fastest(tmp_path):
     log = tmp_path / "calls.log"
     gap = fake_gap(tmp_path / "gap", log)
