@@ -1064,8 +1064,8 @@ def _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, lowered):
     counts them per stack (_claim_piece); the counts place every piece's entries, stack by
     stack, in one array (_scatter_piece), whose segments are then appended to the stacks.
     The pieces run in parallel where their entries cost ``parallel_edges`` (see
-    _CLAIM_EDGES), and so is a stack's segment appended; for fewer, waking the pool costs
-    more than they take."""
+    _CLAIM_EDGES), and a stack's segment is appended by every thread where it alone costs
+    as much; for fewer, waking the pool costs more than they take."""
     pieces, far, cur = len(counts), _far(bins), bins.meta[_CUR]
     spread = counts.sum() * _CLAIM_EDGES >= parallel_edges
     total = offsets[-1]
