@@ -79,8 +79,9 @@ _WEIGHT_SAMPLES = 1 << 16
 #: vertices ask for the last one's again, which costs a hint and saves a branch.
 _BOUNDS_AHEAD = 16
 _ROW_AHEAD = 8
-#: A parallel delta-stepping round also asks for the heads' values of the row this many
-#: vertices on (its first _HEADS_ROW), and of a longer row this many edges on.
+#: Delta-stepping also asks for the heads of the row this many vertices on (its first
+#: _HEADS_ROW): their values, and, pushing alone, what a lowering's claim reads (their
+#: ``pend`` and row bounds); a parallel round, for a longer row's, this many edges on.
 _HEADS_AHEAD = 4
 _HEADS_ROW = 16
 #: The ring holds at most 2^_MAX_RING_BITS consecutive bins; farther ones wait in a pile.
@@ -1004,6 +1005,11 @@ def _push_alone(indptr, indices, weights, values, bins, frontier, edges, inv_del
         ahead = indptr[frontier[min(i + _ROW_AHEAD, last)]]
         prefetch(indices, ahead)
         prefetch(weights, ahead)
+        w = frontier[min(i + _HEADS_AHEAD, last)]  # its row, asked for at _ROW_AHEAD, has landed
+        for e in range(indptr[w], min(indptr[w + 1], indptr[w] + _HEADS_ROW)):
+            prefetch(values, indices[e])
+            prefetch(bins.pend, indices[e])
+            prefetch(indptr, indices[e])
         u = frontier[i]
         val = values[u]
         for e in range(indptr[u], indptr[u + 1]):
