@@ -12,11 +12,10 @@ GAP (github.com/sbeamer/gapbs) is not part of Seraph: build it in ``--gap-dir`` 
 not relabelled, so a store vertex is GAP's ``-r``: ``rmat`` and ``uniform`` are
 ``benchlib.generated(kind, scale, gap_weights())`` (edge factor 16, seed 1, symmetrized),
 ``road`` is ``benchlib.shuffled_grid`` of side about 2^(scale/2) (a road-like grid: 10% of
-its edges removed, its ids shuffled; GAP's own road benchmark runs SSSP at ``-d 50000``
-on weights up to tens of thousands, so ``--gap-deltas`` should reach up to a few hundred
-times these weights' mean). It is written as a GAP weighted edge
-list with each undirected edge once, and GAP's converter symmetrizes it back (``-s``)
-into ``.sg`` (BFS, CC) and ``.wsg`` (SSSP) files, kept in ``--workdir``.
+its edges removed, its ids shuffled; GAP's SSSP suits it at deltas near the weights' mean
+of 128 and above, so give ``--gap-deltas`` there: cpu-vs-gap.md). It is written as a GAP
+weighted edge list with each undirected edge once, and GAP's converter symmetrizes it back
+(``-s``) into ``.sg`` (BFS, CC) and ``.wsg`` (SSSP) files, kept in ``--workdir``.
 
 Sources: ``--sources`` random non-isolated vertices (seed 0); CC and PageRank, which take
 none, run as many times. PageRank: both stop once an iteration's L1 change is below
