@@ -632,7 +632,7 @@ def _push_frontier(indptr, indices, weights, stride, op, values, inf, frontier, 
     """
     ends = edge_ends(indptr, frontier, max_pieces)
     total = ends[-1] if len(ends) else 0
-    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
+    pieces = _piece_count(total, max_pieces)
     # A piece can claim at most one vertex per edge and at most every vertex once.
     offsets = np.zeros(pieces + 1, dtype=np.int64)
     for p in range(pieces):
@@ -663,6 +663,13 @@ def _push_pieces(indptr, indices, weights, stride, op, values, inf, frontier, en
             indptr, indices, weights, stride, op, values, inf, frontier, ends, in_next,
             _piece_end(total, pieces, p - 1), _piece_end(total, pieces, p),
             claimed[offsets[p]:offsets[p + 1]])
+
+
+@njit(inline="always", cache=True)
+def _piece_count(total, max_pieces):
+    """How many pieces a round of ``total`` edges (or entries) is split into: at most
+    ``max_pieces``, each of GRAIN_EDGES or more unless there is only one."""
+    return max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
 
 
 @njit(inline="always", cache=True)
@@ -717,7 +724,7 @@ def _push_level_round(indptr, indices, weight, values, inf, frontier, out, start
         return 0, 0
     ends = edge_ends(indptr, frontier, max_pieces)
     total = ends[-1]
-    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
+    pieces = _piece_count(total, max_pieces)
     cursor = np.zeros(1, dtype=np.int64)
     _level_pieces(indptr, indices, val + weight, values, frontier, ends, out, start, cursor,
                   pieces)
@@ -1040,9 +1047,8 @@ def _push_together(indptr, indices, weights, values, bins, frontier, ends, inv_d
 
 @njit(cache=True)
 def _even_pieces(total, max_pieces):
-    """Offsets of at most ``max_pieces`` equal pieces of [0, total), of GRAIN_EDGES or
-    more each unless there is only one."""
-    pieces = max(1, min(max_pieces, (total + GRAIN_EDGES - 1) // GRAIN_EDGES))
+    """Offsets of the _piece_count equal pieces of [0, total)."""
+    pieces = _piece_count(total, max_pieces)
     offsets = np.empty(pieces + 1, dtype=np.int64)
     for p in range(pieces + 1):
         offsets[p] = _piece_end(total, pieces, p - 1)
