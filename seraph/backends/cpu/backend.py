@@ -133,6 +133,9 @@ class CpuBackend(HostPush):
         # lightest first.
         self._by_weight = algorithm.lightest_first and graph.rows_by_weight
         self._copier: ThreadPoolExecutor | None = None  # started by the first copy
+        # Bottom-up rounds' room to list vertices in, lent by the graph's pool: a new one
+        # would cost each round a page fault per block.
+        self._listed: np.ndarray | None = None
         self._copies: dict[int, Future] = {}
         # BFS sweeps' bitmap of the vertices offering the floor, and that floor: built once
         # a floor, not once a window (see _offering).
@@ -371,10 +374,14 @@ class CpuBackend(HostPush):
 
     def bottom_up(self, threshold, edge_limit: float, epoch: int) -> BottomUpResult | None:
         alg = self.algorithm
+        if self._listed is None:
+            self._listed = take_pooled(self.graph, "bottom-up list",
+                                       lambda: np.empty(len(self.values), dtype=np.int32))
         res = pull_unsettled(self.indptr, self.graph.csc()[1],
                              graph_operands(self.graph, alg.op, "csc"), self.values,
                              threshold, edge_limit, alg.op, alg.inf,
-                             self.strong_bound(threshold), self._by_weight, alg.levels)
+                             self.strong_bound(threshold), self._by_weight, alg.levels,
+                             self._listed)
         if res is None:
             return None
         lowered = res.lowered
@@ -423,6 +430,9 @@ class CpuBackend(HostPush):
         if self._hand_back:
             self._hand_back = False
             hand_back(self.graph, self._clean_pool, self.values)
+        if self._listed is not None:
+            hand_back(self.graph, "bottom-up list", self._listed)
+            self._listed = None
 
 
 #: What a run keeps where it needs none, shared (nothing can be written to them): changed

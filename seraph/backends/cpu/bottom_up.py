@@ -54,7 +54,7 @@ class Pulled(NamedTuple):
 def pull_unsettled(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
                    values: np.ndarray, threshold, limit: float, op: int, inf,
                    lightest: LightestIn = NO_BOUND, by_weight: bool = False,
-                   levels: bool = False) -> Pulled | None:
+                   levels: bool = False, listed: np.ndarray | None = None) -> Pulled | None:
     """Pulls into ``values`` the in-edges of every vertex with in-edges that the strong rule
     does not prove final at ``threshold`` (:func:`seraph.lightest.proven`), each vertex's
     until it has the lowest value it can get (with ``levels``:
@@ -66,7 +66,8 @@ def pull_unsettled(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray 
     far in all blocks reach ``limit``: then no later block is pulled. None where no block
     was, or where :data:`SAMPLES` vertices estimate the limit met; otherwise the blocks
     pulled stand, each vertex's value a real path's, and with ``complete`` False a dense
-    round must attempt the rest."""
+    round must attempt the rest. ``listed``: room for an int32 per vertex, written before
+    it is read (None: a new array)."""
     n, m = len(values), int(indptr[-1])
     threshold = values.dtype.type(threshold)
     if _sampled_edges(values, indptr, threshold, *lightest, SAMPLES) >= limit:
@@ -74,9 +75,8 @@ def pull_unsettled(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray 
     weights = np.zeros(0, dtype=np.float32) if weights is None else weights
     blocks = np.empty((-(-n // BLOCK), 3), dtype=np.int64)
     blocks[:, LOWERED] = -1
-    # Block b lists its vertices from its first vertex's place on: only their pages of
-    # this array are ever touched.
-    listed = np.empty(n, dtype=np.int64)
+    # Block b lists its vertices from its first vertex's place on.
+    listed = np.empty(n, dtype=np.int32) if listed is None else listed
     workers = max(1, min(numba.get_num_threads(), len(blocks)))
     minimum = _pull_blocks.over(n, m)(
         indptr, indices, weights, values, threshold, *lightest, limit, op, by_weight, inf,
@@ -112,16 +112,8 @@ def _pull_blocks(indptr, indices, weights, values, threshold, light_codes, light
             if b >= len(blocks):
                 break
             lo = b * BLOCK
-            # The value first: most vertices are settled, and their indptr stays unread.
-            count = edge_count = 0
-            for v in range(lo, min(lo + BLOCK, n)):
-                if not proven(values[v], threshold, light_codes, light_unit, v):
-                    # Written at the block's next place and kept where it has in-edges,
-                    # without a branch: isolated vertices lie in no pattern.
-                    degree = indptr[v + 1] - indptr[v]
-                    listed[lo + count] = v
-                    count += degree > 0
-                    edge_count += degree
+            count, edge_count = _list_unsettled(values, indptr, threshold, light_codes,
+                                                light_unit, lo, min(lo + BLOCK, n), listed)
             if atomic_add(shared, 1, edge_count) + edge_count >= limit:
                 break
             lowered = 0
@@ -147,6 +139,29 @@ def _pull_blocks(indptr, indices, weights, values, threshold, light_codes, light
     for w in range(workers):
         best = min(best, minima[w])
     return best
+
+
+@njit(inline="always", cache=True)
+def _list_unsettled(values, indptr, threshold, light_codes, light_unit, lo, hi, listed):
+    """List at ``listed[lo:]`` the vertices among [lo, hi) that the strong rule does not
+    prove final and that have in-edges; returns how many, and their in-edges.
+
+    Two passes, neither with a branch on a vertex: the unproven vertices, then those of
+    them with in-edges. Settled, unsettled and isolated vertices lie in no pattern (many
+    of a power-law graph's vertices are isolated, and stay unreached), where a branch
+    would guess wrong at each; and a settled vertex's row bounds stay unread."""
+    unproven = lo
+    for v in range(lo, hi):
+        listed[unproven] = v
+        unproven += not proven(values[v], threshold, light_codes, light_unit, v)
+    count = edge_count = 0
+    for i in range(lo, unproven):
+        v = listed[i]
+        degree = indptr[v + 1] - indptr[v]
+        listed[lo + count] = v
+        count += degree > 0
+        edge_count += degree
+    return count, edge_count
 
 
 @njit(cache=True)
