@@ -34,7 +34,8 @@ def split_every_call():
     """Small inputs would stay on the calling thread: split them over all threads, so that
     racing hooks get the chance to go wrong."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(union_find, "_PIECE_ITEMS", 1)
+        patch.setattr(union_find, "_CHUNK_ITEMS", 1)
+        patch.setattr(union_find, "_EDGE_CHUNK_ITEMS", 1)
         yield
 
 # --- graphs and the oracle ------------------------------------------------------------------
@@ -169,9 +170,10 @@ def test_hub_split_over_many_pieces(all_threads):
     check(n, np.full(n - 1, 0), leaves, sample_rounds=0)
 
 
-@pytest.mark.parametrize("piece_items", [1, 1 << 14, 1 << 40])
-def test_one_thread_and_all_threads_agree(piece_items, monkeypatch, all_threads):
-    monkeypatch.setattr(union_find, "_PIECE_ITEMS", piece_items)
+@pytest.mark.parametrize("chunk_items", [1, 1 << 14, 1 << 40])
+def test_one_thread_and_all_threads_agree(chunk_items, monkeypatch, all_threads):
+    monkeypatch.setattr(union_find, "_CHUNK_ITEMS", chunk_items)
+    monkeypatch.setattr(union_find, "_EDGE_CHUNK_ITEMS", chunk_items)
     rng = np.random.default_rng(4)
     src, dst = grid(150, 150)
     kept = rng.random(len(src)) >= 0.3

@@ -43,10 +43,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu.atomics import atomic_cas, atomic_load, atomic_store
+from seraph.backends.cpu.atomics import atomic_add, atomic_cas, atomic_load, atomic_store
 from seraph.errors import InputError
 from seraph.interrupts import STOP
-from seraph.kernels import serial
+from seraph.kernels import serial, zeros
 
 #: ``skip_root`` value that skips no vertex.
 NO_ROOT = -1
@@ -55,10 +55,14 @@ NO_ROOT = -1
 SAMPLE_ROUNDS = 2
 GIANT_SAMPLES = 1024
 GIANT_SEED = 0
-#: Edges (or, compressing, vertices) per parallel piece at least. Below this, as on a small
-#: graph (seraph.kernels), the work stays on the calling thread: waking the thread pool
-#: costs more than it spreads.
-_PIECE_ITEMS = 1 << 14
+#: Vertices per chunk of a parallel pass over the vertices; a pass over the edges takes
+#: EDGE_CHUNK_ITEMS edges a chunk. The threads take the chunks in turn, as GAP's
+#: dynamically scheduled loops take theirs: one thread slowed by long finds, or
+#: descheduled, leaves the rest to the others. Below two chunks, as on a small graph
+#: (seraph.kernels), a pass stays on the calling thread: waking the pool costs more than
+#: it spreads.
+_CHUNK_ITEMS = 1 << 14
+_EDGE_CHUNK_ITEMS = 1 << 18
 
 
 def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
@@ -124,33 +128,33 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
     if first_neighbour < 0 or (neighbour_count is not None and neighbour_count < 0):
         raise InputError("neighbour positions must be non-negative")
     count = np.iinfo(np.int64).max if neighbour_count is None else neighbour_count
-    pieces = _pieces(len(indices), int(indptr[-1]))
-    if pieces == 1:
+    chunks = _chunks(len(indices), int(indptr[-1]), _EDGE_CHUNK_ITEMS)
+    if chunks == 1:
         _link_piece(parent, indptr, indices, edge_start, edge_start, edge_end,
                     first_neighbour, count, skip_root, STOP)
     else:
-        _link_pieces(parent, indptr, indices, edge_start, first_neighbour, count, skip_root,
-                     pieces, STOP)
+        _link_chunks(parent, indptr, indices, edge_start, first_neighbour, count, skip_root,
+                     chunks, _workers(chunks), STOP)
 
 
 def compress(parent: np.ndarray, num_edges: int | None = None) -> None:
     """Points every vertex straight at its root (call it while nothing links;
     ``num_edges``: the graph's, where known)."""
-    pieces = _pieces(len(parent), num_edges)
-    if pieces == 1:
+    chunks = _chunks(len(parent), num_edges, _CHUNK_ITEMS)
+    if chunks == 1:
         _compress_vertices(parent, 0, len(parent), STOP)
     else:
-        _compress_pieces(parent, pieces, STOP)
+        _compress_chunks(parent, chunks, _workers(chunks), STOP)
 
 
 def link_parents(parent: np.ndarray, other: np.ndarray) -> None:
     """Unites, in ``parent``, each vertex with its parent in ``other`` (another forest of
     the same vertices), then compresses: ``parent`` becomes the forest of both."""
-    pieces = _pieces(len(parent), None)
-    if pieces == 1:
+    chunks = _chunks(len(parent), None, _CHUNK_ITEMS)
+    if chunks == 1:
         _link_parents_range(parent, other, 0, len(parent), STOP)
     else:
-        _link_parents_pieces(parent, other, pieces, STOP)
+        _link_parents_chunks(parent, other, chunks, _workers(chunks), STOP)
     compress(parent)
 
 
@@ -176,12 +180,17 @@ def most_common(roots: np.ndarray) -> int:
     return int(values[np.argmax(counts)])
 
 
-def _pieces(items: int, num_edges: int | None) -> int:
-    """How many equal pieces to split ``items`` into: one per thread, fewer when small,
-    one where :func:`seraph.kernels.serial` says so (of a graph of ``num_edges`` edges)."""
-    if serial(items, num_edges, 2 * _PIECE_ITEMS):
+def _chunks(items: int, num_edges: int | None, chunk_items: int) -> int:
+    """How many equal chunks of about ``chunk_items`` to split ``items`` into: one where
+    :func:`seraph.kernels.serial` says so (of a graph of ``num_edges`` edges)."""
+    if serial(items, num_edges, 2 * chunk_items):
         return 1
-    return max(1, min(items // _PIECE_ITEMS, numba.get_num_threads()))
+    return items // chunk_items
+
+
+def _workers(chunks: int) -> int:
+    """The threads that take ``chunks`` chunks in turn."""
+    return max(1, min(chunks, numba.get_num_threads()))
 
 
 def _check_csc(indptr: np.ndarray, indices: np.ndarray, num_vertices: int) -> None:
@@ -252,24 +261,35 @@ def _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_
         v += 1
 
 
+@njit(inline="always", cache=True)
+def _next_chunk(ticket, chunks):
+    """The next of ``chunks`` chunks to take, or -1 when none is left."""
+    c = atomic_add(ticket, 0, 1)
+    return c if c < chunks else -1
+
+
 @njit(parallel=True, cache=True, nogil=True)
-def _link_pieces(parent, indptr, indices, edge_start, first, count, skip_root, pieces, halt):
-    """Splits the edges into ``pieces`` equal runs, one per thread (equal edge counts, not
-    vertex counts, so a hub's edges are shared out too), and links them in parallel."""
+def _link_chunks(parent, indptr, indices, edge_start, first, count, skip_root, chunks,
+                 workers, halt):
+    """Links the edges in ``chunks`` equal runs (equal edge counts, not vertex counts, so
+    a hub's edges are shared out too), which ``workers`` threads take in turn."""
     total = len(indices)
-    for p in prange(pieces):
-        lo = edge_start + total * p // pieces
-        hi = edge_start + total * (p + 1) // pieces
-        _link_piece(parent, indptr, indices, edge_start, lo, hi, first, count, skip_root,
-                    halt)
+    ticket = zeros(1, np.int64)
+    for _ in prange(workers):
+        c = _next_chunk(ticket, chunks)
+        while c >= 0:
+            _link_piece(parent, indptr, indices, edge_start,
+                        edge_start + total * c // chunks,
+                        edge_start + total * (c + 1) // chunks, first, count, skip_root, halt)
+            c = _next_chunk(ticket, chunks)
 
 
 @njit(cache=True, nogil=True)
 def _compress_vertices(parent, lo, hi, halt):
     """Points vertices [lo, hi) at their roots, looking at ``halt[0]`` every
-    ``_PIECE_ITEMS`` of them."""
+    ``_CHUNK_ITEMS`` of them."""
     for v in range(lo, hi):
-        if ((v - lo) & (_PIECE_ITEMS - 1)) == 0 and atomic_load(halt, 0):
+        if ((v - lo) & (_CHUNK_ITEMS - 1)) == 0 and atomic_load(halt, 0):
             return
         root = _find(parent, v)
         if atomic_load(parent, v) != root:
@@ -277,26 +297,34 @@ def _compress_vertices(parent, lo, hi, halt):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _compress_pieces(parent, pieces, halt):
+def _compress_chunks(parent, chunks, workers, halt):
     n = len(parent)
-    for p in prange(pieces):
-        _compress_vertices(parent, n * p // pieces, n * (p + 1) // pieces, halt)
+    ticket = zeros(1, np.int64)
+    for _ in prange(workers):
+        c = _next_chunk(ticket, chunks)
+        while c >= 0:
+            _compress_vertices(parent, n * c // chunks, n * (c + 1) // chunks, halt)
+            c = _next_chunk(ticket, chunks)
 
 
 @njit(cache=True, nogil=True)
 def _link_parents_range(parent, other, lo, hi, halt):
     for v in range(lo, hi):
-        if ((v - lo) & (_PIECE_ITEMS - 1)) == 0 and atomic_load(halt, 0):
+        if ((v - lo) & (_CHUNK_ITEMS - 1)) == 0 and atomic_load(halt, 0):
             return
         if other[v] != v:
             _link(parent, v, other[v])
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _link_parents_pieces(parent, other, pieces, halt):
+def _link_parents_chunks(parent, other, chunks, workers, halt):
     n = len(parent)
-    for p in prange(pieces):
-        _link_parents_range(parent, other, n * p // pieces, n * (p + 1) // pieces, halt)
+    ticket = zeros(1, np.int64)
+    for _ in prange(workers):
+        c = _next_chunk(ticket, chunks)
+        while c >= 0:
+            _link_parents_range(parent, other, n * c // chunks, n * (c + 1) // chunks, halt)
+            c = _next_chunk(ticket, chunks)
 
 
 @njit(cache=True)
