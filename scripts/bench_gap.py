@@ -6,6 +6,7 @@ sources, the two alternated source by source so that both see the same load.
         [--pagerank-method power|delta|gauss-seidel] [--gap-deltas 2] [--sources 8] [--repeat 2]
         [--threads 1 2 4 8 16] [--plot FILE] [--workdir DIR] [--json-out FILE]
         [--md-out FILE]
+    python scripts/bench_gap.py --plot-from RUN.json [RUN.json ...] --plot FILE
 
 GAP (github.com/sbeamer/gapbs) is not part of Seraph: build it in ``--gap-dir`` first
 (``make bfs cc sssp pr converter``). Each graph has GAP's weights (integers 1..255) and is
@@ -41,6 +42,7 @@ size): a difference fails the cell.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -309,7 +311,7 @@ def report(cells: list[dict], info: dict, command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--gap-dir", required=True, help="where GAP's bfs, cc, sssp and converter are")
+    p.add_argument("--gap-dir", help="where GAP's bfs, cc, sssp and converter are")
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     p.add_argument("--algorithms", nargs="+", default=list(GAP), choices=list(GAP))
     p.add_argument("--pagerank-method", default="power",
@@ -329,12 +331,23 @@ def main(argv: list[str] | None = None) -> int:
                         "(NUMBA_NUM_THREADS) (default: the pool's size)")
     p.add_argument("--plot", default=None,
                    help="draw each graph and algorithm's median against the threads here")
+    p.add_argument("--plot-from", nargs="+", default=None, metavar="JSON",
+                   help="measure nothing: draw --plot from earlier runs' --json-out (a "
+                        "curve whose thread counts took several runs)")
     p.add_argument("--workdir", default=None, help="where GAP's graph files go (kept)")
     p.add_argument("--json-out", default=None)
     p.add_argument("--md-out", default=None,
                    help="default docs/benchmarks/cpu-vs-gap.md; '' for none")
     p.set_defaults(device="cpu")  # GAP's side is CPU-only, and so is this comparison
     args = p.parse_args(argv)
+    if args.plot_from:
+        if not args.plot:
+            p.error("--plot-from draws into --plot: give it")
+        plot_scaling([c for path in args.plot_from
+                      for c in json.loads(Path(path).read_text())["cells"]], args.plot)
+        return 0
+    if not args.gap_dir:
+        p.error("--gap-dir is required (where GAP's binaries are)")
     needed = [GAP[a][0] for a in args.algorithms] + ["converter"]
     missing = [k for k in needed if not (Path(args.gap_dir) / k).is_file()]
     if missing:

@@ -200,3 +200,23 @@ def test_a_missing_gap_is_refused_in_one_line(tmp_path, capsys):
         bench_gap.main(["--gap-dir", str(tmp_path)])
     assert stop.value.code == 2
     assert "lacks GAP's bfs, cc, sssp, pr, converter" in capsys.readouterr().err
+
+
+def test_the_curve_of_several_runs_is_drawn_from_their_json(tmp_path, monkeypatch, capsys):
+    """``--plot-from``: the cells of earlier runs' JSON, each with some thread counts, go
+    on one curve per graph and algorithm, and nothing runs (no --gap-dir needed)."""
+    drawn = []
+    monkeypatch.setattr(bench_gap, "plot_scaling", lambda cells, path: drawn.append(
+        (sorted(c["threads"] for c in cells), path)))
+    runs = []
+    for name, threads in (("a.json", [16, 2]), ("b.json", [8, 4, 1])):
+        cells = [{"graph": "kron-6", "algorithm": "bfs", "threads": t, "seraph_median": 1.0 / t,
+                  "gap_median": 1.0 / t} for t in threads]
+        (tmp_path / name).write_text(json.dumps({"cells": cells}))
+        runs.append(str(tmp_path / name))
+    plot = str(tmp_path / "curve.png")
+    assert bench_gap.main(["--plot-from", *runs, "--plot", plot]) == 0
+    assert drawn == [([1, 2, 4, 8, 16], plot)]
+    with pytest.raises(SystemExit) as stop:
+        bench_gap.main(["--plot-from", *runs])
+    assert stop.value.code == 2 and "--plot" in capsys.readouterr().err
