@@ -56,7 +56,7 @@ SAMPLE_ROUNDS = 2
 GIANT_SAMPLES = 1024
 GIANT_SEED = 0
 #: Vertices per chunk of a parallel pass over the vertices; a pass over the edges takes
-#: EDGE_CHUNK_ITEMS edges a chunk. The threads take the chunks in turn, as GAP's
+#: _EDGE_CHUNK_ITEMS edges a chunk. The threads take the chunks in turn, as GAP's
 #: dynamically scheduled loops take theirs: one thread slowed by long finds, or
 #: descheduled, leaves the rest to the others. Below two chunks, as on a small graph
 #: (seraph.kernels), a pass stays on the calling thread: waking the pool costs more than
