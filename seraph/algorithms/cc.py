@@ -44,6 +44,7 @@ from numba import njit, prange
 from seraph import progress
 from seraph.algorithms.entry import Entry
 from seraph.algorithms.verify import (
+    AHEAD,
     EDGE_CHUNK,
     compare,
     id_table,
@@ -57,6 +58,7 @@ from seraph.algorithms.verify import (
 )
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
+from seraph.backends.cpu.prefetch import prefetch
 from seraph.errors import InputError
 from seraph.kernels import kernel
 from seraph.operators import LABEL, OPERATORS
@@ -307,8 +309,12 @@ def _find_apart(indptr, start, indices, labels, parent, both, check_labels, bad,
     count = len(indices)
     for c in prange((count + EDGE_CHUNK - 1) // EDGE_CHUNK):
         lo, kept = c * EDGE_CHUNK, 0
+        last = min(lo + EDGE_CHUNK, count) - 1
         v = row_of(indptr, start + lo)
-        for i in range(lo, min(lo + EDGE_CHUNK, count)):
+        for i in range(lo, last + 1):
+            ahead = indices[min(i + AHEAD, last)]
+            prefetch(labels, ahead)
+            prefetch(parent, ahead)
             v = row_from(indptr, v, start + i)
             u = indices[i]
             if not (u < v or (both and u != v)):
