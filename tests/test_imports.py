@@ -13,10 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The base layer: what both the partitioner and the engine use (store format, errors,
 #: units, progress, version, the store's temporaries, where numba caches kernels and how
 #: it compiles them as serial and parallel twins, the flag that stops compiled work on a
-#: signal), and the package itself, whose __init__ loads the rest lazily.
+#: signal, the prefetch hint of compiled loops), and the package itself, whose __init__
+#: loads the rest lazily.
 BASE = {"seraph", "seraph.errors", "seraph.interrupts", "seraph.kernels", "seraph.numba_cache",
-        "seraph.progress", "seraph.store", "seraph.temporaries", "seraph.units",
-        "seraph.version"}
+        "seraph.prefetch", "seraph.progress", "seraph.store", "seraph.temporaries",
+        "seraph.units", "seraph.version"}
 #: Above the engine: the algorithms and what drives them by name.
 ABOVE_ENGINE = ("seraph.__main__", "seraph.algorithms", "seraph.cli", "seraph.validate")
 

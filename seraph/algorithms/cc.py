@@ -58,11 +58,11 @@ from seraph.algorithms.verify import (
 )
 from seraph.api import as_graph, execute, input_ids, make_config, public_call
 from seraph.backends.caches import graph_cached, out_degrees
-from seraph.backends.cpu.prefetch import prefetch
 from seraph.errors import InputError
 from seraph.kernels import kernel
 from seraph.operators import LABEL, OPERATORS
 from seraph.predictors import LATE_WEAK_DENSE_ROUNDS
+from seraph.prefetch import prefetch
 from seraph.scheduler import EngineConfig, Run
 from seraph.spec import SMALLEST_WRITTEN, Algorithm, Output, Plan
 from seraph.stats import RunStats, Trace

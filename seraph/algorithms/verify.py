@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit, prange
 
-from seraph.backends.cpu.prefetch import prefetch
 from seraph.kernels import kernel
+from seraph.prefetch import prefetch
 
 #: Larger graphs are not compared with scipy: it would need several times their size in RAM.
 MAX_SCIPY_EDGES = 200_000_000

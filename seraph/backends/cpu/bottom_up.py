@@ -25,13 +25,13 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_add, atomic_load
-from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import BLOCK, ROW_AHEAD, pull_floor, relax
 from seraph.backends.cpu.push import copy
 from seraph.interrupts import STOP
 from seraph.kernels import kernel, zeros
 from seraph.lightest import NO_BOUND, LightestIn, proven
 from seraph.predictors import STRONG
+from seraph.prefetch import prefetch
 
 # The columns of _pull_blocks's figures per block (LOWERED is -1 where it was not pulled).
 LOWERED, ATTEMPTED, EDGES = range(3)

@@ -16,11 +16,11 @@ import numpy as np
 from numba import njit, prange
 
 from seraph.backends.cpu.atomics import atomic_add, atomic_load
-from seraph.backends.cpu.prefetch import prefetch
 from seraph.kernels import PARALLEL, kernel
 from seraph.lightest import proven
 from seraph.operators import HOP, LABEL, WIDTH
 from seraph.predictors import STRONG, WEAK, weak_record, weak_skip
+from seraph.prefetch import prefetch
 
 # Counters each sweep reports, as columns of the per-chunk counter array.
 ATTEMPTED, SUCCEEDED, SKIPPED_STRONG, SKIPPED_WEAK = range(4)

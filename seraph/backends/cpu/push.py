@@ -46,12 +46,12 @@ from seraph.backends.cpu.atomics import (
     atomic_store,
     atomic_xchg,
 )
-from seraph.backends.cpu.prefetch import prefetch
 from seraph.backends.cpu.pull import offer
 from seraph.errors import ConfigError
 from seraph.interrupts import STOP
 from seraph.kernels import PARALLEL, kernel, zeros
 from seraph.operators import HOP, OPERATORS, infinity, value_dtype
+from seraph.prefetch import prefetch
 from seraph.progress import LIVE
 
 #: Edges per piece below which splitting a round further costs more than it balances.

@@ -5,7 +5,8 @@ A push round over a small frontier (a road network's or a grid's BFS level) is b
 memory latency, not bandwidth: each frontier vertex costs a miss on its row bounds, then
 one on its row, and the loop's next vertex waits behind them. Asking for the rows of the
 vertices a few places ahead overlaps those misses, as a hardware prefetcher does for a
-sequential scan but cannot for the frontier's scattered ids.
+sequential scan but cannot for the frontier's scattered ids. The verifiers' edge passes
+ask for their edges' tails ahead for the same reason; a hint changes nothing they read.
 """
 
 from __future__ import annotations
