@@ -13,8 +13,9 @@ from scipy.sparse import csgraph
 
 from seraph import kernels
 from seraph.backends.caches import max_out_degree
-from seraph.backends.cpu import push
+from seraph.backends.cpu import push, region
 from seraph.backends.cpu.atomics import atomic_load, atomic_min, atomic_xchg
+from seraph.backends.cpu.bins import UNTOUCHED
 from seraph.backends.cpu.push import (
     _PARALLEL_EDGES,
     Scratch,
@@ -385,22 +386,30 @@ def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
 @given(graphs(), st.data())
 def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, data):
     """Every delta-stepping bin takes the parallel round and its lowerings the parallel
-    filing, however few (with hand-backs, a far pile from a small delta, and 0 weights)."""
+    filing, however few (with hand-backs, a far pile from a small delta, and 0 weights);
+    or, on several threads, bins below a larger limit go to the region first (region.py),
+    which hands back to them: each call lists what it lowered once each."""
     n, src, dst, w = g
     source = data.draw(st.integers(0, n - 1))
     delta = data.draw(st.sampled_from([None, 0.25, 100.0]))
     limit = data.draw(st.sampled_from([1, 4, 2**62]))
+    parallel_edges = data.draw(st.sampled_from([1, 5, 32, 1 << 16]))
     graph = csr(n, src, dst, w)
     values = initial_values(n, source, DISTANCE)
-    frontier, changed = np.array([source]), []
+    frontier, changed, regions = np.array([source]), [], []
     with pytest.MonkeyPatch.context() as patch:
         for limit_name in ("SERIAL_WORK", "SERIAL_GRAPH", "SERIAL_FILL"):  # as all_threads
             patch.setattr(kernels, limit_name, 0)
-        patch.setattr(push, "_PARALLEL_EDGES", 1)
+        patch.setattr(push, "_PARALLEL_EDGES", parallel_edges)
+        patch.setattr(push, "delta_region",
+                      lambda *a: regions.append(1) or region.delta_region(*a))
         while frontier.size:
             result = push_until(*graph, values, frontier, DISTANCE, limit, delta=delta)
+            assert len(np.unique(result.changed)) == len(result.changed)
             frontier = result.frontier
             changed.append(result.changed)
+    # A one-vertex frontier enters the region where a bin of 4 out-edges is small.
+    assert bool(regions) == (parallel_edges > 4)
     dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
     np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
     np.testing.assert_array_equal(np.unique(np.concatenate(changed)),
@@ -435,6 +444,98 @@ def test_delta_stepping_from_any_frontier_lists_each_change_once(g, data):
             frontier = result.frontier
     dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
     np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
+
+
+# --- delta-stepping in one region (region.py) -------------------------------------------------
+_REGION_WAITS = {"patient": {}, "busy at once": {"spins": 0, "slow_ns": 0, "slow_yields": 1}}
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs(), st.data())
+def test_a_region_then_push_until_ends_at_dijkstra(g, data):
+    """The region from a source, ended by any of its reasons (a large bin, a bin past a
+    small ring, the waiting vertices' limit, a busy stamp at the first wait, or none),
+    then push.py's bins from what still waits: Dijkstra's values, each vertex the region
+    lowered listed once, and ``pend`` clean for the next call."""
+    n, src, dst, w = g
+    source = data.draw(st.integers(0, n - 1))
+    delta = data.draw(st.sampled_from([0.25, 2.0, 100.0]))
+    graph = csr(n, src, dst, w)
+    values = initial_values(n, source, DISTANCE)
+    scratch = Scratch(n)
+    why, rounds, pushed, changed, waiting = region.delta_region(
+        *graph, values, np.array([source]), 1 / delta,
+        data.draw(st.sampled_from([1, 2, 8]), label="ring bits"),
+        data.draw(st.sampled_from([1, 8, 2**62]), label="limit"),
+        data.draw(st.sampled_from([1, 16, 2**62]), label="parallel edges"),
+        scratch.pend(), np.zeros(1, np.int32), np.zeros(3, np.int64),
+        **_REGION_WAITS[data.draw(st.sampled_from(sorted(_REGION_WAITS)))])
+    assert (scratch.pend() == UNTOUCHED).all()
+    assert len(np.unique(changed)) == len(changed)
+    np.testing.assert_array_equal(np.sort(changed), np.flatnonzero(
+        values != initial_values(n, source, DISTANCE)))
+    if why == region.DONE:
+        assert not len(waiting)
+    frontier = waiting
+    while frontier.size:
+        frontier = push_until(*graph, values, frontier, DISTANCE, 2**62, delta=delta,
+                              scratch=scratch).frontier
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
+    np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
+
+
+def _grid_road(side=40):
+    """A weighted grid (both directions), GAP's integer weights."""
+    rng = np.random.default_rng(5)
+    ids = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
+    dst = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    w = rng.integers(1, 256, len(src)).astype(np.float32)
+    return side * side, src, dst, w
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one thread: no region")
+def test_a_region_settles_a_grid_alone():
+    """On a grid every bin is small: the region runs to the end, on its own."""
+    n, src, dst, w = _grid_road()
+    values = initial_values(n, 0, DISTANCE)
+    scratch = Scratch(n)
+    why, rounds, pushed, changed, waiting = region.delta_region(
+        *csr(n, src, dst, w), values, np.array([0]), 1 / 256, 2, 2**62, 1 << 16,
+        scratch.pend(), np.zeros(1, np.int32), np.zeros(3, np.int64))
+    assert (why, len(waiting)) == (region.DONE, 0)
+    assert rounds > 1 and pushed >= len(src)
+    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=0)
+    np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
+    assert len(changed) == n - 1 and (scratch.pend() == UNTOUCHED).all()
+
+
+@pytest.mark.parametrize("workers, halt, why", [
+    (numba.config.NUMBA_NUM_THREADS + 1, 0, region.HANDED),  # a thread starts late
+    (numba.config.NUMBA_NUM_THREADS, 1, region.HALTED),
+])
+def test_a_region_ends_before_its_first_bin(workers, halt, why):
+    """More threads than the pool runs at once (one starts only after another ended):
+    the leader goes without it and hands back; a halt before the first bin: halted.
+    Either way nothing is pushed, and the source still waits."""
+    if workers < 2:
+        pytest.skip("one thread: no region")
+    n, src, dst, w = _grid_road(8)
+    indptr, indices, weights = csr(n, src, dst, w)
+    values = initial_values(n, 0, DISTANCE)
+    pend = Scratch(n).pend()
+    cells = np.zeros(region._CELLS, np.int64)
+    cells[region._NEXT:region._NEXT + 2] = region._NONE
+    changed = np.empty(n + workers * region._BLOCK, np.int64)
+    region._region(indptr, indices, weights, values, pend, np.array([0]), 1 / 256, 2,
+                   2**62, 1 << 16, (region.SPINS, region.SLOW_YIELD_NS, region.SLOW_YIELDS),
+                   np.array([halt], np.int32), np.zeros(3, np.int64), cells,
+                   np.empty(n, np.int32), np.empty((workers, 4, n), np.int32),
+                   np.zeros((workers, 4), np.int64), changed, workers)
+    assert (cells[region._VERDICT], cells[region._ROUNDS], cells[region._PUSHED]) == \
+        (why, 0, 0)
+    assert values[0] == 0 and np.isinf(values[1:]).all()
 
 
 @pytest.mark.parametrize("parallel_edges", [1, 1 << 12])

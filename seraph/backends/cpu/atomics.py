@@ -23,9 +23,12 @@ wrap-around) and, where relevant, a value that is cast to the array's dtype.
   exactly when it equals ``expected``).
 - :func:`atomic_store` -- writes ``arr[idx]`` atomically, the counterpart of
   :func:`atomic_load` for a cell that other threads read meanwhile.
+- :func:`fence` -- orders every read and write around it, for a barrier between threads
+  that share plain arrays.
 
 All operations use ``monotonic`` (relaxed) ordering: each is atomic on its own cell, and
-the end of a ``prange`` loop orders everything for the code that follows.
+the end of a ``prange`` loop orders everything for the code that follows; threads that
+meet within one loop order their other writes with :func:`fence`.
 """
 
 from __future__ import annotations
@@ -164,3 +167,14 @@ def atomic_load(typingctx, arr, idx):
         return _from_integer(builder, dtype, bits)
 
     return arr.dtype(arr, idx), codegen
+
+
+@intrinsic
+def fence(typingctx):
+    """A sequentially consistent fence: what a thread wrote before its fence is seen by a
+    thread that read, before its own fence, a cell the first wrote after its fence."""
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(), codegen

@@ -15,7 +15,9 @@ Two ways to push:
   are pushed only once they are (nearly) final. A bin is drained either by this thread
   alone, one vertex at a time (a bucket queue: cheap when bins are small, as on grids,
   and parallel regions cost tens of microseconds each), or, when its out-edges reach
-  ``_PARALLEL_EDGES``, as one parallel round.
+  ``_PARALLEL_EDGES``, as one parallel round. On several threads, a small frontier's
+  small bins go first to one parallel region for the whole run (region.py), which hands
+  the rest back here.
 
 A parallel round splits the frontier's out-edges (not its vertices, so one hub cannot stall
 a thread) into equal contiguous pieces, one ``prange`` iteration each. Every relaxation is
@@ -43,10 +45,22 @@ from seraph.backends.cpu.atomics import (
     atomic_add,
     atomic_load,
     atomic_min,
-    atomic_store,
     atomic_xchg,
 )
+from seraph.backends.cpu.bins import (
+    BOUNDS_AHEAD,
+    HEADS_AHEAD,
+    HEADS_ROW,
+    IDLE,
+    MAX_BIN,
+    ROW_AHEAD,
+    UNTOUCHED,
+    ask_ahead,
+    bin_of,
+    publish,
+)
 from seraph.backends.cpu.pull import offer
+from seraph.backends.cpu.region import DONE, HANDED, delta_region, joined
 from seraph.errors import ConfigError
 from seraph.interrupts import STOP
 from seraph.kernels import PARALLEL, kernel, zeros
@@ -74,16 +88,6 @@ _PARALLEL_EDGES = 1 << 16
 _DELTA_DEGREES = 4.0
 #: Weights sampled for the auto delta and the ring size.
 _WEIGHT_SAMPLES = 1 << 16
-#: How far ahead a single-thread push asks for a frontier vertex's row bounds, and for
-#: its row (the bounds asked for earlier have landed by then; see prefetch.py). The last
-#: vertices ask for the last one's again, which costs a hint and saves a branch.
-_BOUNDS_AHEAD = 16
-_ROW_AHEAD = 8
-#: Delta-stepping also asks for the heads of the row this many vertices on (its first
-#: _HEADS_ROW): their values, and, pushing alone, what a lowering's claim reads (their
-#: ``pend`` and row bounds); a parallel round, for a longer row's, this many edges on.
-_HEADS_AHEAD = 4
-_HEADS_ROW = 16
 #: The ring holds at most 2^_MAX_RING_BITS consecutive bins; farther ones wait in a pile.
 _MAX_RING_BITS = 12
 #: Claims a piece of a one-level round keeps before moving them to the shared list.
@@ -155,9 +159,9 @@ class Scratch:
         return self._in_next
 
     def pend(self) -> np.ndarray:
-        """An int32 per vertex, all ``_UNTOUCHED`` (delta-stepping's bin of each vertex)."""
+        """An int32 per vertex, all ``UNTOUCHED`` (delta-stepping's bin of each vertex)."""
         if self._pend is None:
-            self._pend = np.full(self.num_vertices, _UNTOUCHED, dtype=np.int32)
+            self._pend = np.full(self.num_vertices, UNTOUCHED, dtype=np.int32)
         return self._pend
 
 
@@ -310,19 +314,10 @@ def _rounds_loop(indptr, indices, weights, stride, op, values, inf, frontier, in
         rounds += 1
         edges += pushed
         count += len(frontier)
-        _publish(live, rounds, len(frontier), edges)
+        publish(live, rounds, len(frontier), edges)
         if frontier_edges >= max_frontier_edges or atomic_load(halt, 0):
             break
     return frontier, rounds, edges, changed[:count], one_level
-
-
-@njit(inline="always", cache=True)
-def _publish(live, rounds, frontier, edges):
-    """A push phase's progress so far, for the thread that shows it (atomic stores, so
-    that the compiler keeps each one in its round)."""
-    atomic_store(live, 0, rounds)
-    atomic_store(live, 1, frontier)
-    atomic_store(live, 2, edges)
 
 
 @njit(cache=True)
@@ -400,10 +395,10 @@ def _push_alone_round(indptr, indices, weights, stride, op, values, inf, frontie
     pushed = 0
     last = len(frontier) - 1
     for i in range(len(frontier)):
-        # Rows ahead (see _BOUNDS_AHEAD), written out: a compiled helper taking the
+        # Rows ahead (see BOUNDS_AHEAD), written out: a compiled helper taking the
         # arrays costs this loop more than the prefetch saves.
-        prefetch(indptr, frontier[min(i + _BOUNDS_AHEAD, last)])
-        prefetch(indices, indptr[frontier[min(i + _ROW_AHEAD, last)]])
+        prefetch(indptr, frontier[min(i + BOUNDS_AHEAD, last)])
+        prefetch(indices, indptr[frontier[min(i + ROW_AHEAD, last)]])
         u = frontier[i]
         val = values[u]
         if val == inf:  # never add to INF (int32 INF + 1 would wrap)
@@ -441,18 +436,33 @@ def _push_alone_round(indptr, indices, weights, stride, op, values, inf, frontie
 def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, delta,
              pend, largest) -> PushResult:
     """Delta-stepping from ``frontier`` (stored float32 weights, the largest sampled
-    ``largest``; ``pend``: all _UNTOUCHED, and so again on return)."""
+    ``largest``; ``pend``: all UNTOUCHED, and so again on return)."""
     # Ring bins for every bin one push can reach, so the far pile only takes initial values.
     reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
-    nxt, ordered, rounds, pushed, changed = stepping(
+    rounds, pushed, changed = 0, 0, None
+    if stepping is _delta_stepping.parallel and \
+            len(frontier) * _CLAIM_EDGES < _PARALLEL_EDGES:
+        # Small bins on every thread in one region, until a bin is large (region.py).
+        why, rounds, pushed, changed, frontier = delta_region(
+            indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
+            max_frontier_edges, _PARALLEL_EDGES, pend, STOP, LIVE)
+        if why == DONE or (why != HANDED and rounds):
+            frontier.sort()
+            return PushResult(frontier=frontier, rounds=rounds, edges_pushed=pushed,
+                              changed=changed,
+                              minimum=_smallest(values, frontier, values.dtype.type(np.inf)))
+    nxt, ordered, more_rounds, more_pushed, more_changed = stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     if not ordered:
         nxt.sort()
-    return PushResult(frontier=nxt, rounds=int(rounds), edges_pushed=int(pushed),
-                      changed=changed, minimum=_smallest(values, nxt, values.dtype.type(np.inf)))
+    if changed is not None and len(changed):
+        more_changed = joined(changed, more_changed, pend)
+    return PushResult(frontier=nxt, rounds=rounds + int(more_rounds),
+                      edges_pushed=pushed + int(more_pushed), changed=more_changed,
+                      minimum=_smallest(values, nxt, values.dtype.type(np.inf)))
 
 
 def _sorted_unique(ids: np.ndarray, n: int) -> np.ndarray:
@@ -773,10 +783,10 @@ def _level_pieces(indptr, indices, cand, values, frontier, ends, out, start, cur
 # behind. `pend[v]` is the bin of v's live entry, lowered with an atomic min, so only the
 # thread that moves v to a lower bin adds an entry, and the waiting vertices and their
 # out-edges are counted exactly (the hand-back check reads one counter). A vertex that
-# waits nowhere has `pend` _IDLE, or _UNTOUCHED if this run never lowered or queued it;
+# waits nowhere has `pend` IDLE, or UNTOUCHED if this run never lowered or queued it;
 # both are above every bin, so the same atomic min also tells its caller that v starts to
 # wait, and whether this is v's first change. A round takes the live entries of bin `cur`
-# between parallel regions and sets their `pend` to _IDLE; a lowering during the round then
+# between parallel regions and sets their `pend` to IDLE; a lowering during the round then
 # queues the vertex again, so no update is lost however the threads interleave.
 #
 # In a parallel round the pushing threads only list the vertices they lower, each piece in
@@ -784,9 +794,6 @@ def _level_pieces(indptr, indices, cand, values, frontier, ends, out, start, cur
 # entries grouped per stack (_file_pieces), and the stacks are appended to between parallel
 # regions.
 # --------------------------------------------------------------------------------------
-_UNTOUCHED = np.iinfo(np.int32).max  #: `pend` of a vertex this run has not queued yet
-_IDLE = _UNTOUCHED - 1  #: `pend` of a vertex that waits in no bin
-_MAX_BIN = _IDLE - 1  #: larger bins are clamped to this one (still exact)
 _VERTEX_BITS = 31  #: an entry is (bin << _VERTEX_BITS) | vertex
 _VERTEX_MASK = (1 << _VERTEX_BITS) - 1
 _CUR, _WAITING, _WAITING_EDGES, _FAR_MIN, _RING, _CHANGED = range(6)  #: indices into meta
@@ -806,7 +813,7 @@ _CLAIM_AHEAD = 16
 class _Bins(NamedTuple):
     """The delta-stepping state (numba passes the arrays; scalars live in ``meta``)."""
 
-    pend: np.ndarray  # int32[n]: the bin of each vertex's live entry, _IDLE or _UNTOUCHED
+    pend: np.ndarray  # int32[n]: the bin of each vertex's live entry, IDLE or UNTOUCHED
     keys: list  # R + 1 int64 stacks of entries: the ring's, then the far pile
     degs: list  # R + 1 int64 stacks: each entry's out-degree
     size: np.ndarray  # int64[R + 1]: entries in each stack, live or not
@@ -814,26 +821,21 @@ class _Bins(NamedTuple):
     meta: np.ndarray  # int64: cur bin, waiting vertices, their out-edges, a lower bound of
     #                   the far pile's bins, entries in the ring, changed vertices
     changed: np.ndarray  # int64[n]: the first meta[_CHANGED] are the vertices this run
-    #                      lowered while _UNTOUCHED
+    #                      lowered while UNTOUCHED
 
 
 @njit(cache=True, inline="always")
 def _new_bins(pend, ring_bits):
-    """Empty bins over ``pend`` (every entry _UNTOUCHED)."""
+    """Empty bins over ``pend`` (every entry UNTOUCHED)."""
     n = len(pend)
     stacks = (1 << ring_bits) + 1
     meta = np.zeros(6, dtype=np.int64)
-    meta[_FAR_MIN] = _MAX_BIN
+    meta[_FAR_MIN] = MAX_BIN
     return _Bins(pend,
                  [np.empty(16, dtype=np.int64) for _ in range(stacks)],
                  [np.empty(16, dtype=np.int64) for _ in range(stacks)],
                  np.zeros(stacks, dtype=np.int64), np.zeros(stacks, dtype=np.int64), meta,
                  np.empty(n, dtype=np.int64))
-
-
-@njit(inline="always", cache=True)
-def _bin_of(value, inv_delta):
-    return np.int64(min(np.float64(value) * inv_delta, np.float64(_MAX_BIN)))
 
 
 @njit(inline="always", cache=True)
@@ -852,8 +854,8 @@ def _record(keys, degs, flags, k, v, b, deg, old, lowered):
     """Record claim k: v, whose ``pend`` was ``old``, now waits in bin b < old."""
     keys[k] = (b << _VERTEX_BITS) | v
     degs[k] = deg
-    flags[k] = (_QUEUE | (_NEW if old > _MAX_BIN else 0)
-                | (_FIRST if lowered and old == _UNTOUCHED else 0))
+    flags[k] = (_QUEUE | (_NEW if old > MAX_BIN else 0)
+                | (_FIRST if lowered and old == UNTOUCHED else 0))
 
 
 @njit(inline="always", cache=True)
@@ -948,7 +950,7 @@ def _take(bins, lst, batch, batch_degs, batch_bins):
     for i in range(bins.size[lst]):
         v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
         if bins.pend[v] == b:
-            bins.pend[v] = _IDLE
+            bins.pend[v] = IDLE
             _count_waiting(bins, degs[i], -1)
             batch[k], batch_degs[k], batch_bins[k] = v, degs[i], b
             k += 1
@@ -977,7 +979,7 @@ def _refill(bins, batch, batch_degs, batch_bins):
     """Sort the far pile out again: bins now within the ring's reach move there. If the ring
     is empty, ``cur`` first jumps to the pile's smallest bin."""
     k = _take(bins, _far(bins), batch, batch_degs, batch_bins)
-    bins.meta[_FAR_MIN] = _MAX_BIN
+    bins.meta[_FAR_MIN] = MAX_BIN
     if k and bins.meta[_RING] == 0:
         least = batch_bins[0]  # the pile's smallest bin (a loop compiles faster than .min())
         for i in range(1, k):
@@ -1008,15 +1010,7 @@ def _push_alone(indptr, indices, weights, values, bins, frontier, edges, inv_del
     claims = np.int64(0)  # a literal 0 would compile _file once more
     last = len(frontier) - 1
     for i in range(len(frontier)):
-        prefetch(indptr, frontier[min(i + _BOUNDS_AHEAD, last)])  # as _push_alone_round
-        ahead = indptr[frontier[min(i + _ROW_AHEAD, last)]]
-        prefetch(indices, ahead)
-        prefetch(weights, ahead)
-        w = frontier[min(i + _HEADS_AHEAD, last)]  # its row, asked for at _ROW_AHEAD, has landed
-        for e in range(indptr[w], min(indptr[w + 1], indptr[w] + _HEADS_ROW)):
-            prefetch(values, indices[e])
-            prefetch(bins.pend, indices[e])
-            prefetch(indptr, indices[e])
+        ask_ahead(indptr, indices, weights, values, bins.pend, frontier, i, last)
         u = frontier[i]
         val = values[u]
         for e in range(indptr[u], indptr[u + 1]):
@@ -1024,7 +1018,7 @@ def _push_alone(indptr, indices, weights, values, bins, frontier, edges, inv_del
             cand = val + weights[e]
             if cand < values[v]:
                 values[v] = cand
-                claims = _claim(bins.pend, v, _bin_of(cand, inv_delta),
+                claims = _claim(bins.pend, v, bin_of(cand, inv_delta),
                                 indptr[v + 1] - indptr[v], True, keys, degs, flags, claims)
     _file(bins, keys, degs, flags, claims)
 
@@ -1184,12 +1178,12 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, inv_delta, 
     pos = lo
     while pos < hi:
         # Rows ahead as in _push_alone, and the heads' values of a row that has landed.
-        prefetch(indptr, frontier[min(i + _BOUNDS_AHEAD, last)])
-        ahead = indptr[frontier[min(i + _ROW_AHEAD, last)]]
+        prefetch(indptr, frontier[min(i + BOUNDS_AHEAD, last)])
+        ahead = indptr[frontier[min(i + ROW_AHEAD, last)]]
         prefetch(indices, ahead)
         prefetch(weights, ahead)
-        w = frontier[min(i + _HEADS_AHEAD, last)]
-        for e in range(indptr[w], min(indptr[w + 1], indptr[w] + _HEADS_ROW)):
+        w = frontier[min(i + HEADS_AHEAD, last)]
+        for e in range(indptr[w], min(indptr[w + 1], indptr[w] + HEADS_ROW)):
             prefetch(values, indices[e])
         u = frontier[i]
         stop = min(ends[i], hi)
@@ -1198,11 +1192,11 @@ def _ordered_piece(indptr, indices, weights, values, frontier, ends, inv_delta, 
         first = indptr[u] + pos - (ends[i] - (indptr[u + 1] - indptr[u]))
         end = first + stop - pos
         for e in range(first, end):
-            prefetch(values, indices[min(e + _HEADS_ROW, end - 1)])  # a long row's own
+            prefetch(values, indices[min(e + HEADS_ROW, end - 1)])  # a long row's own
             v = indices[e]
             cand = val + weights[e]
             if cand < atomic_load(values, v) and cand < atomic_min(values, v, cand):
-                keys[lowered] = (_bin_of(cand, inv_delta) << _VERTEX_BITS) | v
+                keys[lowered] = (bin_of(cand, inv_delta) << _VERTEX_BITS) | v
                 lowered += 1
         pos = stop
         i += 1
@@ -1226,7 +1220,7 @@ def _claim_piece(indptr, pend, cur, far, lo, count, keys, degs, flags, tally, no
     in place at the front of its part of ``keys``, with ``degs`` and ``flags`` (see
     _record; ``lowered`` as there); returns how many. ``tally``: the claims per stack;
     ``notes``: see _NOTES."""
-    notes[_NOTE_FAR_MIN] = _MAX_BIN
+    notes[_NOTE_FAR_MIN] = MAX_BIN
     claims = 0
     last = lo + count - 1
     for i in range(lo, lo + count):
@@ -1239,8 +1233,8 @@ def _claim_piece(indptr, pend, cur, far, lo, count, keys, degs, flags, tally, no
             deg = indptr[v + 1] - indptr[v]
             _record(keys, degs, flags, lo + claims, v, b, deg, old, lowered)
             claims += 1
-            notes[_NOTE_FIRST] += lowered and old == _UNTOUCHED
-            if old > _MAX_BIN:
+            notes[_NOTE_FIRST] += lowered and old == UNTOUCHED
+            if old > MAX_BIN:
                 notes[_NOTE_NEW] += 1
                 notes[_NOTE_NEW_EDGES] += deg
             lst = _stack_of(b, cur, far)
@@ -1298,12 +1292,12 @@ def _entry_pieces(values, frontier, start, inv_delta, offsets, keys, counts, lea
     reached ones as entries of their bins, in ``keys`` from ``offsets[p]`` on
     (``counts[p]`` of them, the smallest bin ``least[p]``)."""
     for p in prange(len(counts)):
-        lo, hi, k, low = offsets[p], offsets[p + 1], 0, np.int64(_MAX_BIN)
+        lo, hi, k, low = offsets[p], offsets[p + 1], 0, np.int64(MAX_BIN)
         for i in range(lo, hi):
             prefetch(values, frontier[min(i + _CLAIM_AHEAD, hi - 1)])
             start[i] = values[frontier[i]]
             if start[i] != np.inf:
-                b = _bin_of(start[i], inv_delta)
+                b = bin_of(start[i], inv_delta)
                 keys[lo + k] = (b << _VERTEX_BITS) | frontier[i]
                 low = min(low, b)
                 k += 1
@@ -1354,7 +1348,7 @@ def _live_piece(pend, keys, degs, lo, hi, live):
         v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
         live[i] = pend[v] == b
         if live[i]:
-            pend[v] = _IDLE
+            pend[v] = IDLE
             k += 1
             e += degs[i]
     return k, e
@@ -1390,14 +1384,14 @@ def _set_at(a, ids, value):
 
 @njit(cache=True)
 def _also_lowered(pend, values, frontier, start, bins):
-    """The changed vertices: those lowered from _UNTOUCHED (whose ``pend`` is _UNTOUCHED
+    """The changed vertices: those lowered from UNTOUCHED (whose ``pend`` is UNTOUCHED
     again), then the frontier's that the run lowered below ``start``, once each; every
-    ``pend`` of the frontier is _UNTOUCHED again."""
+    ``pend`` of the frontier is UNTOUCHED again."""
     k = bins.meta[_CHANGED]
     for i in range(len(frontier)):
         v = frontier[i]
-        if pend[v] != _UNTOUCHED:  # queued, and not met before in the frontier
-            pend[v] = _UNTOUCHED
+        if pend[v] != UNTOUCHED:  # queued, and not met before in the frontier
+            pend[v] = UNTOUCHED
             if values[v] < start[i]:
                 bins.changed[k] = v
                 k += 1
@@ -1427,7 +1421,7 @@ def _again_pieces(pend, values, frontier, start, offsets, again, counts):
         k = 0
         for i in range(offsets[p], offsets[p + 1]):
             v = frontier[i]
-            again[i] = (atomic_xchg(pend, v, _UNTOUCHED) != _UNTOUCHED
+            again[i] = (atomic_xchg(pend, v, UNTOUCHED) != UNTOUCHED
                         and values[v] < start[i])
             k += again[i]
         counts[p] = k
@@ -1449,7 +1443,7 @@ def _waiting(bins, max_pieces):
     """The ids of the waiting vertices, and whether they are sorted."""
     n, k = len(bins.pend), bins.meta[_WAITING]
     if PARALLEL and _scan_is_faster(k, n, max_pieces):
-        return ids_between(bins.pend, np.int64(0), np.int64(_MAX_BIN)), True
+        return ids_between(bins.pend, np.int64(0), np.int64(MAX_BIN)), True
     out = np.empty(k, dtype=np.int64)
     k = 0
     for lst in range(len(bins.size)):
@@ -1466,7 +1460,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
                     max_frontier_edges, parallel_edges, max_pieces, pend, halt, live):
     """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
     pushed, every vertex it lowered, once each). ``pend`` is all
-    _UNTOUCHED, and so again on return. Progress and stopping as :func:`_rounds_loop`'s, a
+    UNTOUCHED, and so again on return. Progress and stopping as :func:`_rounds_loop`'s, a
     bin at a time."""
     n = len(values)
     bins = _new_bins(pend, ring_bits)
@@ -1480,12 +1474,12 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     else:
         reached = np.empty(len(frontier), dtype=np.int64)  # an unreached one pushes nothing
         starts = np.empty(len(frontier), dtype=np.int64)
-        first = np.int64(_MAX_BIN)  # their smallest (a loop compiles faster than .min())
+        first = np.int64(MAX_BIN)  # their smallest (a loop compiles faster than .min())
         r = 0
         for i in range(len(frontier)):
             start[i] = values[frontier[i]]
             if start[i] != np.inf:
-                reached[r], starts[r] = frontier[i], _bin_of(start[i], inv_delta)
+                reached[r], starts[r] = frontier[i], bin_of(start[i], inv_delta)
                 first = min(first, starts[r])
                 r += 1
         if r:
@@ -1517,17 +1511,17 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
             _push_alone(indptr, indices, weights, values, bins, batch[:k], edges, inv_delta)
         rounds += 1
         pushed += edges
-        _publish(live, rounds, bins.meta[_WAITING], pushed)
+        publish(live, rounds, bins.meta[_WAITING], pushed)
         if bins.meta[_WAITING_EDGES] >= max_frontier_edges or atomic_load(halt, 0):
             break
     waiting, ordered = _waiting(bins, max_pieces)
-    # Only the vertices lowered from _UNTOUCHED and the frontier ever left it. The first
+    # Only the vertices lowered from UNTOUCHED and the frontier ever left it. The first
     # are the changed vertices so far; those of the frontier that the run lowered join them.
     lowered = bins.changed[:bins.meta[_CHANGED]]
     if PARALLEL and len(lowered) * _CLAIM_EDGES >= parallel_edges:
-        _set_at(pend, lowered, _UNTOUCHED)
+        _set_at(pend, lowered, UNTOUCHED)
     else:
-        pend[lowered] = _UNTOUCHED
+        pend[lowered] = UNTOUCHED
     if PARALLEL and spread:
         changed = _also_lowered_together(pend, values, frontier, start, bins, max_pieces)
     else:
