@@ -448,6 +448,9 @@ def test_delta_stepping_from_any_frontier_lists_each_change_once(g, data):
 
 # --- delta-stepping in one region (region.py) -------------------------------------------------
 _REGION_WAITS = {"patient": {}, "busy at once": {"spins": 0, "slow_ns": 0, "slow_yields": 1}}
+#: The region runs on Linux (its barriers' calls), on several threads.
+needs_region = pytest.mark.skipif(not region._LINUX or numba.config.NUMBA_NUM_THREADS < 2,
+                                  reason="no region: one thread, or not Linux")
 
 
 @settings(max_examples=100, deadline=None)
@@ -495,7 +498,7 @@ def _grid_road(side=40):
     return side * side, src, dst, w
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one thread: no region")
+@needs_region
 def test_a_region_settles_a_grid_alone():
     """On a grid every bin is small: the region runs to the end, on its own."""
     n, src, dst, w = _grid_road()
@@ -511,6 +514,7 @@ def test_a_region_settles_a_grid_alone():
     assert len(changed) == n - 1 and (scratch.pend() == UNTOUCHED).all()
 
 
+@pytest.mark.skipif(not region._LINUX, reason="the region's barriers are Linux's")
 @pytest.mark.parametrize("workers, halt, why", [
     (numba.config.NUMBA_NUM_THREADS + 1, 0, region.HANDED),  # a thread starts late
     (numba.config.NUMBA_NUM_THREADS, 1, region.HALTED),

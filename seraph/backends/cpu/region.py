@@ -23,7 +23,7 @@ The region hands the run back to push.py's bins where they serve better or must:
   (not its vertices, which a hub would stall);
 - a vertex it cannot file: its bin is beyond the ring's reach (push.py's far pile), or
   the thread's part of the bin is full (it holds as many as a bin of ``parallel_edges``
-  out-edges could);
+  out-edges could, or a ring's share of ``_ROOM``);
 - waiting vertices of ``max_frontier_edges`` out-edges (the caller's hand-back), and a
   ``halt``: those end the call, as push.py's loop does;
 - a busy machine: a thread waiting at a barrier that yields its core and gets it back
@@ -36,6 +36,8 @@ Whatever the reason, the vertices still waiting are those whose ``pend`` holds a
 """
 
 from __future__ import annotations
+
+import sys
 
 import numba
 import numpy as np
@@ -52,6 +54,9 @@ from seraph.backends.cpu.atomics import (
 from seraph.backends.cpu.bins import IDLE, MAX_BIN, UNTOUCHED, ask_ahead, bin_of, publish
 from seraph.kernels import zeros
 
+# The barriers yield and time their yields with Linux's calls (CLOCK_MONOTONIC is 1 there);
+# elsewhere push.py's bins run alone.
+_LINUX = sys.platform.startswith("linux")
 _sched_yield = types.ExternalFunction("sched_yield", types.intc())
 _clock_gettime = types.ExternalFunction("clock_gettime", types.intc(types.intc, types.voidptr))
 _CLOCK_MONOTONIC = 1
@@ -90,6 +95,8 @@ _NONE = np.iinfo(np.int64).max  #: no bin offered
 _C_PUSHED, _C_WAITING, _C_WAITING_EDGES, _C_BLOCK, _C_USED = range(5)
 #: The changed vertices a thread lists in a block it reserves at once.
 _BLOCK = 1024
+#: Entries a thread's bins hold at most, together.
+_ROOM = 1 << 22
 #: int64 cells between two threads' rows of counts (two cache lines).
 _APART = 16
 #: An unused place of a block.
@@ -109,12 +116,12 @@ def delta_region(indptr, indices, weights, values, frontier, inv_delta, ring_bit
     start = values[frontier]
     cells = np.zeros(_CELLS, dtype=np.int64)
     cells[_NEXT:_NEXT + 2] = _NONE
-    if workers > 1 and _fits(start, inv_delta, 1 << ring_bits):
+    if _LINUX and workers > 1 and _fits(start, inv_delta, 1 << ring_bits):
         shared = np.empty(len(values), dtype=np.int32)
-        # Each thread's bins, of room for a bin that push.py's rounds would take (a fuller
-        # one hands back); untouched pages of it cost nothing.
-        bins = np.empty((workers, 1 << ring_bits, min(parallel_edges, len(values))),
-                        dtype=np.int32)
+        # Each thread's bins, each of room for a bin that push.py's rounds would take, up
+        # to _ROOM entries in all (a fuller bin hands back); untouched pages cost nothing.
+        room = min(parallel_edges, len(values), max(1, _ROOM >> ring_bits))
+        bins = np.empty((workers, 1 << ring_bits, room), dtype=np.int32)
         # Each thread's bins' out-edges, a row each, apart by more than a cache line: the
         # threads count their filings there all the time.
         offered = np.zeros((workers, (1 << ring_bits) + _APART), dtype=np.int64)
