@@ -532,7 +532,7 @@ def test_a_region_ends_before_its_first_bin(workers, halt, why):
     cells = np.zeros(region._CELLS, np.int64)
     cells[region._NEXT:region._NEXT + 2] = region._NONE
     changed = np.empty(n + workers * region._BLOCK, np.int64)
-    region._region(indptr, indices, weights, values, pend, np.array([0]), 1 / 256, 2,
+    region._region(indptr, indices, weights, values, pend, np.array([0]), 0, 1 / 256, 2,
                    2**62, 1 << 16, (region.SPINS, region.SLOW_YIELD_NS, region.SLOW_YIELDS),
                    np.array([halt], np.int32), np.zeros(3, np.int64), cells,
                    np.empty(n, np.int32), np.empty((workers, 4, n), np.int32),

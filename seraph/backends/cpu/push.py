@@ -441,7 +441,7 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
-    rounds, pushed, changed = 0, 0, None
+    rounds, pushed, changed = 0, 0, np.empty(0, dtype=np.int64)
     if stepping is _delta_stepping.parallel and \
             len(frontier) * _CLAIM_EDGES < _PARALLEL_EDGES:
         # Small bins on every thread in one region, until a bin is large (region.py).
@@ -449,20 +449,24 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
             indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
             max_frontier_edges, _PARALLEL_EDGES, pend, STOP, LIVE)
         if why == DONE or (why != HANDED and rounds):
-            frontier.sort()
-            return PushResult(frontier=frontier, rounds=rounds, edges_pushed=pushed,
-                              changed=changed,
-                              minimum=_smallest(values, frontier, values.dtype.type(np.inf)))
+            return _waiting_result(values, frontier, False, rounds, pushed, changed)
     nxt, ordered, more_rounds, more_pushed, more_changed = stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
         max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
-    if not ordered:
-        nxt.sort()
-    if changed is not None and len(changed):
+    if len(changed):
         more_changed = joined(changed, more_changed, pend)
-    return PushResult(frontier=nxt, rounds=rounds + int(more_rounds),
-                      edges_pushed=pushed + int(more_pushed), changed=more_changed,
-                      minimum=_smallest(values, nxt, values.dtype.type(np.inf)))
+    return _waiting_result(values, nxt, ordered, rounds + int(more_rounds),
+                           pushed + int(more_pushed), more_changed)
+
+
+def _waiting_result(values, waiting, ordered, rounds, pushed, changed) -> PushResult:
+    """Delta-stepping's result: ``waiting`` sorted (where not ``ordered``) as the next
+    frontier, and its smallest value."""
+    if not ordered:
+        waiting.sort()
+    return PushResult(frontier=waiting, rounds=int(rounds), edges_pushed=int(pushed),
+                      changed=changed,
+                      minimum=_smallest(values, waiting, values.dtype.type(np.inf)))
 
 
 def _sorted_unique(ids: np.ndarray, n: int) -> np.ndarray:

@@ -116,7 +116,8 @@ def delta_region(indptr, indices, weights, values, frontier, inv_delta, ring_bit
     start = values[frontier]
     cells = np.zeros(_CELLS, dtype=np.int64)
     cells[_NEXT:_NEXT + 2] = _NONE
-    if _LINUX and workers > 1 and _fits(start, inv_delta, 1 << ring_bits):
+    first, last = _bins_of(start, inv_delta)
+    if _LINUX and workers > 1 and last - first < 1 << ring_bits:
         shared = np.empty(len(values), dtype=np.int32)
         # Each thread's bins, each of room for a bin that push.py's rounds would take, up
         # to _ROOM entries in all (a fuller bin hands back); untouched pages cost nothing.
@@ -126,9 +127,9 @@ def delta_region(indptr, indices, weights, values, frontier, inv_delta, ring_bit
         # threads count their filings there all the time.
         offered = np.zeros((workers, (1 << ring_bits) + _APART), dtype=np.int64)
         changed = np.empty(len(values) + workers * _BLOCK, dtype=np.int64)
-        _region(indptr, indices, weights, values, pend, frontier, inv_delta, ring_bits,
-                max_frontier_edges, parallel_edges, (spins, slow_ns, slow_yields), halt,
-                live, cells, shared, bins, offered, changed, workers)
+        _region(indptr, indices, weights, values, pend, frontier, first, inv_delta,
+                ring_bits, max_frontier_edges, parallel_edges, (spins, slow_ns, slow_yields),
+                halt, live, cells, shared, bins, offered, changed, workers)
         changed, waiting = _settled(pend, values, frontier, start, changed, cells[_CHANGED])
         return int(cells[_VERDICT]), int(cells[_ROUNDS]), int(cells[_PUSHED]), changed, \
             waiting
@@ -136,18 +137,18 @@ def delta_region(indptr, indices, weights, values, frontier, inv_delta, ring_bit
 
 
 @njit(cache=True)
-def _fits(start, inv_delta, ring):
-    """Whether the reached ones of a frontier's values ``start`` lie within ``ring`` bins
-    of each other."""
-    lo, hi = np.int64(MAX_BIN), np.int64(-1)
+def _bins_of(start, inv_delta):
+    """The smallest and the largest bin of the reached ones of a frontier's values
+    ``start`` (_NONE and -1 for none)."""
+    lo, hi = np.int64(_NONE), np.int64(-1)
     for x in start:
         if x != np.inf:
             lo, hi = min(lo, bin_of(x, inv_delta)), max(hi, bin_of(x, inv_delta))
-    return hi - lo < ring
+    return lo, hi
 
 
 @njit(parallel=True, cache=True)
-def _region(indptr, indices, weights, values, pend, frontier, inv_delta, ring_bits,
+def _region(indptr, indices, weights, values, pend, frontier, first, inv_delta, ring_bits,
             max_frontier_edges, parallel_edges, waits, halt, live, cells, shared, bins,
             offered, changed, workers):
     for _ in prange(workers):
@@ -156,8 +157,8 @@ def _region(indptr, indices, weights, values, pend, frontier, inv_delta, ring_bi
             clock = zeros(3, np.int64)  # room for _now, and the slow yields met
             members = _join(cells, rank, workers, waits[0], clock)
             if members == workers:
-                _member(indptr, indices, weights, values, pend, frontier, inv_delta,
-                        ring_bits, max_frontier_edges, parallel_edges, waits, halt, live,
+                _member(indptr, indices, weights, values, pend, frontier, first,
+                        inv_delta, ring_bits, max_frontier_edges, parallel_edges, waits, halt, live,
                         cells, shared, bins[rank], offered, changed, rank, members, clock)
             elif rank == 0:
                 atomic_store(cells, _VERDICT, HANDED)
@@ -230,7 +231,7 @@ def _barrier(cells, members, waits, stamp, clock):
 
 
 @njit(inline="always", cache=True)
-def _member(indptr, indices, weights, values, pend, frontier, inv_delta, ring_bits,
+def _member(indptr, indices, weights, values, pend, frontier, first, inv_delta, ring_bits,
             max_frontier_edges, parallel_edges, waits, halt, live, cells, shared, own,
             offered, changed, rank, members, clock):
     """One thread's part of the region: its own bins, then a bin at a time until the
@@ -242,11 +243,8 @@ def _member(indptr, indices, weights, values, pend, frontier, inv_delta, ring_bi
     counts = zeros(5, np.int64)
     counts[_C_USED] = _BLOCK  # no block yet
     fused = np.empty(_FUSE, dtype=np.int32)
-    cur = np.int64(_NONE)
+    cur = first  # the frontier's smallest bin (_NONE: it reaches nothing)
     if rank == 0:
-        for v in frontier:
-            if values[v] != np.inf:
-                cur = min(cur, bin_of(values[v], inv_delta))
         for v in frontier:
             b = bin_of(values[v], inv_delta)
             if values[v] != np.inf and b < pend[v]:
