@@ -4,6 +4,7 @@ docs/benchmarks/cpu-vs-scipy.md is its comparison alone (``--ablation`` with no 
 
     python scripts/bench.py [--quick] [--json-out FILE] [--md-out FILE] [--sources N]
         [--graphs road road-rcm grid rmat uniform] [--ablation [rmat uniform grid]]
+        [--loaded]
 
 Graphs (``--graphs``): a road-like 1024 x 1024 grid (10% of its edges removed, its vertex
 ids shuffled, as real road networks' are), the same graph preprocessed with ``--order rcm``
@@ -21,7 +22,9 @@ maximum over the sources; each graph's first call of an algorithm (numba kernels
 the cache, the store's arrays read, the engine's per-graph setup) is shown apart and is not
 in them. The other libraries report their median over the same sources. The one-off compile
 time is measured once, in a child process given an empty numba cache. Every Seraph answer is
-checked against scipy in the same run.
+checked against scipy in the same run. With ``--loaded`` every comparison runs twice: on
+the machine as it is (*quiet*), then with one other process spinning on a core (*loaded*),
+as another program on a developer's laptop would.
 """
 
 from __future__ import annotations
@@ -212,19 +215,22 @@ def median_of(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
-def compare(spec: GraphSpec, graph, sources: list[int], networkit: bool,
-            given) -> list[dict]:
+def compare(spec: GraphSpec, graph, sources: list[int], networkit: bool, given,
+            condition: str = "quiet") -> list[dict]:
     """BFS, CC and SSSP on one graph by every library, from the same sources; one row per
     algorithm. Seraph runs on ``graph``, the other libraries on ``given`` (the input as it
-    came: the same graph, or the one ``graph`` renumbered)."""
+    came: the same graph, or the one ``graph`` renumbered); with one busy process beside
+    where ``condition`` is "loaded"."""
     adj = given.to_scipy()
     nk_build, nkg = benchlib.timed(lambda: networkit_graph(adj)) if networkit else (None, None)
     rows = []
-    for alg in ALGORITHMS:
-        print(f"[bench] {spec.name}: {alg}", file=sys.stderr, flush=True)
-        row = compare_algorithm(graph, given, adj, nkg, alg, sources)
-        rows.append({"graph": spec.name, "kind": spec.kind, "algorithm": alg,
-                     "target": spec.targets()[alg], "networkit_build_seconds": nk_build, **row})
+    with benchlib.busy_beside(condition == "loaded"):
+        for alg in ALGORITHMS:
+            print(f"[bench] {spec.name} ({condition}): {alg}", file=sys.stderr, flush=True)
+            row = compare_algorithm(graph, given, adj, nkg, alg, sources)
+            rows.append({"graph": spec.name, "kind": spec.kind, "algorithm": alg,
+                         "condition": condition, "target": spec.targets()[alg],
+                         "networkit_build_seconds": nk_build, **row})
     return rows
 
 
@@ -357,8 +363,8 @@ def graphs_table(graphs: list[dict]) -> str:
 
 
 def comparison_table(rows: list[dict]) -> str:
-    headers = ["graph", "alg", "sources", "seraph first call s", "seraph median s",
-               "seraph max s", "(setup / pull / sparse s)", "rounds", "checked",
+    headers = ["graph", "condition", "alg", "sources", "seraph first call s",
+               "seraph median s", "seraph max s", "(setup / pull / sparse s)", "rounds", "checked",
                "scipy median s", "scipy call", "seraph / scipy", "target", "networkit s",
                "seraph / networkit"]
     body = []
@@ -366,7 +372,8 @@ def comparison_table(rows: list[dict]) -> str:
         runs, target = r["seraph_runs"], r["target"]
         ratio = r["seraph_median"] / r["scipy_seconds"]
         body.append([
-            r["graph"], r["algorithm"].upper(), len(runs), benchlib.seconds(r["first_call"]),
+            r["graph"], r["condition"], r["algorithm"].upper(), len(runs),
+            benchlib.seconds(r["first_call"]),
             benchlib.seconds(r["seraph_median"]), benchlib.seconds(r["seraph_max"]),
             " / ".join(f"{median_of(runs, k):.3f}"
                        for k in ("setup_time", "kernel_time", "sparse_time")),
@@ -379,22 +386,26 @@ def comparison_table(rows: list[dict]) -> str:
             benchlib.seconds(r["networkit_seconds"]),
             _speed(r["seraph_median"], r["networkit_seconds"])
             + ("" if not r.get("networkit_check") else " (nk: " + r["networkit_check"] + ")")])
-    return benchlib.markdown_table(headers, body, [False, False] + [True] * 6 + [False, True,
+    return benchlib.markdown_table(headers, body, [False] * 3 + [True] * 6 + [False, True,
                                                    False, True, False, True, True])
+
+
+def cell_name(r: dict) -> str:
+    return f"{r['graph']} {r['algorithm'].upper()} ({r['condition']})"
 
 
 def scipy_alternatives(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         if len(r["scipy"]) > 1:
-            lines.append(f"{r['graph']} {r['algorithm'].upper()}: " + ", ".join(
+            lines.append(f"{cell_name(r)}: " + ", ".join(
                 f"`{k}` {v:.3f} s" for k, v in r["scipy"].items()))
     return "\n".join(f"- {x}" for x in lines)
 
 
 def targets_missed(rows: list[dict]) -> str:
     """A sentence per target not met, by how much."""
-    missed = [f"{r['graph']} {r['algorithm'].upper()}: {ratio:.2f}x scipy against at most "
+    missed = [f"{cell_name(r)}: {ratio:.2f}x scipy against at most "
               f"{r['target']}x ({ratio / r['target']:.1f}x over the target)"
               for r in rows if (ratio := r["seraph_median"] / r["scipy_seconds"]) > r["target"]]
     if not missed:
@@ -536,7 +547,8 @@ def run(args: argparse.Namespace, work: Path) -> dict:
         out["graphs"].append(describe(spec, graph, built))
         given = input_graph(spec, graph)
         sources = random_sources(given, args.sources, args.seed)
-        out["comparison"] += compare(spec, graph, sources, networkit, given)
+        for condition in ("quiet", "loaded") if args.loaded else ("quiet",):
+            out["comparison"] += compare(spec, graph, sources, networkit, given, condition)
     for spec in specs:
         if spec.kind not in args.ablation:
             continue
@@ -564,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
                    choices=["rmat", "uniform", "grid"],
                    help="graphs of the ablation (among --graphs; none: no ablation)")
     p.add_argument("--no-networkit", action="store_true", help="leave networkit out")
+    p.add_argument("--loaded", action="store_true",
+                   help="run the comparison again beside one busy process")
     return benchlib.run_and_report("bench.py", p.parse_args(argv), argv, ["networkit"], run,
                                    report, MARKDOWN)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 
@@ -106,10 +105,6 @@ def measure(graph, sources: list[int], repeat: int) -> list[dict]:
     return rows
 
 
-def busy_process() -> subprocess.Popen:
-    """One process spinning on a core until killed."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
-
 
 def ms(x: float) -> str:
     return f"{x * 1e3:.3f}"
@@ -159,13 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     if not sources:
         p.error("the graph has no component of 2 to 999 vertices: remove more edges")
     cells = [dict(cell, condition="quiet") for cell in measure(graph, sources, args.repeat)]
-    busy = busy_process()
-    try:
+    with benchlib.busy_beside():
         cells += [dict(cell, condition="loaded") for cell in measure(graph, sources,
                                                                      args.repeat)]
-    finally:
-        busy.kill()
-        busy.wait()
     benchlib.finish_machine(info)
     command = ("python scripts/bench_small_calls.py "
                + " ".join(sys.argv[1:] if argv is None else argv)).strip()

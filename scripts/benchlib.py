@@ -316,6 +316,21 @@ def quiet() -> None:
     progress.set_verbosity(0)
 
 
+@contextlib.contextmanager
+def busy_beside(loaded: bool = True) -> Iterator[None]:
+    """Within (where ``loaded``): one other process spinning on a core until the block ends,
+    as another program on a developer's laptop would."""
+    if not loaded:
+        yield
+        return
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        busy.kill()
+        busy.wait()
+
+
 def profile_summary(profiler: cProfile.Profile, top: int = 25) -> str:
     """The functions with the most cumulative time (numba kernels show as one call each)."""
     buf = io.StringIO()
