@@ -387,13 +387,15 @@ def test_one_scratch_serves_a_run_of_hand_backs(mode, delta):
 def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, data):
     """Every delta-stepping bin takes the parallel round and its lowerings the parallel
     filing, however few (with hand-backs, a far pile from a small delta, and 0 weights);
-    or, on several threads, bins below a larger limit go to the region first (region.py),
-    which hands back to them: each call lists what it lowered once each."""
+    or, on several threads, bins below a larger limit go to the region (region.py), after
+    the calling thread's first ``alone`` out-edges, and it hands back to them: each call
+    lists what it lowered once each."""
     n, src, dst, w = g
     source = data.draw(st.integers(0, n - 1))
     delta = data.draw(st.sampled_from([None, 0.25, 100.0]))
     limit = data.draw(st.sampled_from([1, 4, 2**62]))
     parallel_edges = data.draw(st.sampled_from([1, 5, 32, 1 << 16]))
+    alone = data.draw(st.sampled_from([0, 3, 1 << 62]), label="alone")
     graph = csr(n, src, dst, w)
     values = initial_values(n, source, DISTANCE)
     frontier, changed, regions = np.array([source]), [], []
@@ -401,6 +403,7 @@ def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, da
         for limit_name in ("SERIAL_WORK", "SERIAL_GRAPH", "SERIAL_FILL"):  # as all_threads
             patch.setattr(kernels, limit_name, 0)
         patch.setattr(push, "_PARALLEL_EDGES", parallel_edges)
+        patch.setattr(push, "_ALONE_EDGES", alone)
         patch.setattr(push, "delta_region",
                       lambda *a: regions.append(1) or region.delta_region(*a))
         while frontier.size:
@@ -408,8 +411,12 @@ def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, da
             assert len(np.unique(result.changed)) == len(result.changed)
             frontier = result.frontier
             changed.append(result.changed)
-    # A one-vertex frontier enters the region where a bin of 4 out-edges is small.
-    assert bool(regions) == (parallel_edges > 4)
+    # A one-vertex frontier enters the region where a bin of 4 out-edges is small, unless
+    # the calling thread ends the run first.
+    if alone == 0:
+        assert bool(regions) == (parallel_edges > 4)
+    if alone == 1 << 62:
+        assert not regions
     dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
     np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
     np.testing.assert_array_equal(np.unique(np.concatenate(changed)),

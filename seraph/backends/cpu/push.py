@@ -84,6 +84,12 @@ _MAX_SCAN_CHUNKS = 512
 #: ~10^5 edges on a busy machine: a lower limit slows a road-like grid's many mid-sized
 #: rounds and speeds up no other graph.
 _PARALLEL_EDGES = 1 << 16
+#: Delta-stepping that would start in the region (region.py) first pushes this many
+#: out-edges on the calling thread: a query of a small component ends within them, and
+#: never wakes the pool nor waits for a descheduled thread to join.
+_ALONE_EDGES = 1 << 13
+#: No limit on the out-edges delta-stepping pushes.
+_NO_BUDGET = np.iinfo(np.int64).max
 #: Auto delta: this many mean weights per average out-degree (see default_delta).
 _DELTA_DEGREES = 4.0
 #: Weights sampled for the auto delta and the ring size.
@@ -444,15 +450,23 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     rounds, pushed, changed = 0, 0, np.empty(0, dtype=np.int64)
     if stepping is _delta_stepping.parallel and \
             len(frontier) * _CLAIM_EDGES < _PARALLEL_EDGES:
+        frontier, ordered, rounds, pushed, changed = _delta_stepping.serial(
+            indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
+            max_frontier_edges, _ALONE_EDGES, _PARALLEL_EDGES, round_pieces(), pend, STOP,
+            LIVE)
+        if not frontier.size or pushed < _ALONE_EDGES or STOP[0]:  # done, at the limit
+            return _waiting_result(values, frontier, ordered, rounds, pushed, changed)
         # Small bins on every thread in one region, until a bin is large (region.py).
-        why, rounds, pushed, changed, frontier = delta_region(
+        why, more_rounds, more_pushed, more_changed, frontier = delta_region(
             indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
             max_frontier_edges, _PARALLEL_EDGES, pend, STOP, LIVE)
-        if why == DONE or (why != HANDED and rounds):
+        rounds, pushed = rounds + more_rounds, pushed + more_pushed
+        changed = joined(changed, more_changed, pend)
+        if why == DONE or (why != HANDED and more_rounds):
             return _waiting_result(values, frontier, False, rounds, pushed, changed)
     nxt, ordered, more_rounds, more_pushed, more_changed = stepping(
         indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
-        max_frontier_edges, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
+        max_frontier_edges, _NO_BUDGET, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
     if len(changed):
         more_changed = joined(changed, more_changed, pend)
     return _waiting_result(values, nxt, ordered, rounds + int(more_rounds),
@@ -1461,11 +1475,12 @@ def _waiting(bins, max_pieces):
 
 @kernel(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
-                    max_frontier_edges, parallel_edges, max_pieces, pend, halt, live):
+                    max_frontier_edges, budget, parallel_edges, max_pieces, pend, halt,
+                    live):
     """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
     pushed, every vertex it lowered, once each). ``pend`` is all
     UNTOUCHED, and so again on return. Progress and stopping as :func:`_rounds_loop`'s, a
-    bin at a time."""
+    bin at a time, and no bin begun once ``budget`` out-edges are pushed."""
     n = len(values)
     bins = _new_bins(pend, ring_bits)
     start = np.empty(len(frontier), dtype=values.dtype)  # to tell which ones the run lowers
@@ -1494,7 +1509,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     batch_degs = np.empty(n, dtype=np.int64)
     batch_bins = np.empty(n, dtype=np.int64)
     rounds = pushed = 0
-    while _advance(bins, batch, batch_degs, batch_bins):
+    while pushed < budget and _advance(bins, batch, batch_degs, batch_bins):
         lst = bins.meta[_CUR] & (_far(bins) - 1)
         together = bins.edges[lst] >= parallel_edges
         if PARALLEL and together:
