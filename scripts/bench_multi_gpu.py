@@ -254,9 +254,11 @@ def job_cell(comm, graph, alg: str, sources: list, budget_: int, params: dict,
 
 
 #: Each worker's figures a call keeps: its bytes of pages copied, the edges it read in
-#: place (pushes and bottom-up pulls), its peak and times, and its part's size.
+#: place (pushes and bottom-up pulls), its peak and times (dense, sparse, exchange), and
+#: its part's size.
 PER_WORKER = ("worker", "bytes_h2d", "edges_pushed", "edges_pulled_bottom_up",
-              "peak_device_memory", "wall_time", "exchange_time", "pages", "edges")
+              "peak_device_memory", "wall_time", "kernel_time", "sparse_time",
+              "exchange_time", "pages", "edges")
 
 
 def figures(stats) -> dict:
@@ -264,6 +266,7 @@ def figures(stats) -> dict:
     own = stats.workers or [{"worker": 0, **{k: getattr(stats, k) for k in PER_WORKER
                                              if k not in ("worker", "pages", "edges")}}]
     return {"call_time": stats.call_time, "wall_time": stats.wall_time,
+            "setup_time": stats.setup_time, "readback_time": stats.readback_time,
             "exchange_time": stats.exchange_time, "exchange_bytes": stats.exchange_bytes,
             "bytes_h2d": stats.bytes_h2d, "peak_device_memory": stats.peak_device_memory,
             "rounds": stats.rounds, "resident": stats.resident,
