@@ -114,6 +114,12 @@ def _format_lines(out, columns):
     return at
 
 
+#: Seraph's figures of where a call went, each cell's median over its sources' fastest
+#: calls: its phases (seconds) and the edges each kind of round read.
+WORK = ("setup_time", "kernel_time", "sparse_time", "readback_time", "rounds",
+        "bottom_up_rounds", "edges_swept", "edges_pushed", "edges_pulled_bottom_up")
+
+
 class GapRun(NamedTuple):
     """One run of a GAP kernel: its trial time; where verified, its own ``-v`` verdict,
     the figures its ``-a`` prints of the answer (:data:`ANALYSIS`; those it printed) and
@@ -201,7 +207,7 @@ def cells_of(kind: str, args) -> list[dict]:
             differ = {name: (gap, figures[name]) for name, gap in gap_figures.items()
                       if gap != figures[name]}
             deltas = args.gap_deltas if alg == "sssp" else [2.0]
-            by_delta, seraph_times = {d: [] for d in deltas}, []
+            by_delta, fastest = {d: [] for d in deltas}, []
             for source in sources:
                 gap, ours = {d: [] for d in deltas}, []
                 for _ in range(args.repeat):
@@ -211,10 +217,11 @@ def cells_of(kind: str, args) -> list[dict]:
                     result = seraph.run(graph, alg, source, device="cpu", threads=threads,
                                         **options)
                     checks.call(graph, alg, source, result, None, **options)  # not timed
-                    ours.append(result.stats.call_time)
+                    ours.append(result.stats)
                 for d in deltas:
                     by_delta[d].append(min(gap[d]))
-                seraph_times.append(min(ours))
+                fastest.append(min(ours, key=lambda stats: stats.call_time))
+            seraph_times = [stats.call_time for stats in fastest]
             # GAP at its best delta for the graph: the one of the lowest median.
             best = min(deltas, key=lambda d: statistics.median(by_delta[d]))
             gap_times = by_delta[best]
@@ -234,6 +241,9 @@ def cells_of(kind: str, args) -> list[dict]:
                           "seraph_first_call": first.stats.call_time,
                           "seraph": seraph_times, "gap": gap_times,
                           "seraph_median": statistics.median(seraph_times),
+                          "seraph_work": {k: statistics.median(getattr(stats, k)
+                                                               for stats in fastest)
+                                          for k in WORK},
                           "gap_median": statistics.median(gap_times),
                           "gap_delta": best if alg == "sssp" else None,
                           "gap_medians_by_delta": {f"{d:g}": statistics.median(t)
@@ -293,6 +303,8 @@ def report(cells: list[dict], info: dict, command: str) -> str:
              + (f" (-d {c['gap_delta']:g})" if c.get("gap_delta") is not None else ""),
              benchlib.ratio(c["seraph_median"], c["gap_median"]),
              benchlib.seconds(c["seraph_first_call"]),
+             " / ".join(f"{c['seraph_work'][k] / 1e6:.1f}"
+                        for k in ("edges_pushed", "edges_pulled_bottom_up", "edges_swept")),
              c["checks"]["line"] + ("" if c["gap_verified"] else "; GAP's -v **FAILED**")
              + agreement(c)]
             for c in cells]
@@ -301,12 +313,14 @@ def report(cells: list[dict], info: dict, command: str) -> str:
         benchlib.machine_markdown(info), "",
         "Seconds: median / max over the sources of each system's fastest run per source, "
         "the two alternated source by source. *ratio*: Seraph's median over GAP's. "
-        "*first call*: Seraph's first call, not in the median. *answers*: every Seraph "
+        "*first call*: Seraph's first call, not in the median. *Seraph's edges*: the millions "
+        "of edges its calls pushed, pulled bottom-up and swept in dense rounds (medians of "
+        "the fastest calls). *answers*: every Seraph "
         "answer by its verifier, outside the timed call; GAP's first by its own `-v`, and "
         "what GAP's `-a` prints of it beside the same figures of Seraph's first answer.", "",
         benchlib.markdown_table(["graph", "alg", "threads", "Seraph", "GAP", "ratio",
-                                 "first call", "answers"], rows,
-                                [False] * 2 + [True] * 5 + [False]), ""])
+                                 "first call", "Seraph's edges (M)", "answers"], rows,
+                                [False] * 2 + [True] * 6 + [False]), ""])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,8 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
     assert [c["algorithm"] for c in cells] == ["bfs", "cc", "sssp", "pagerank"]
     assert all(c["checks"]["ok"] and c["gap_verified"] and c["gap"] == [0.0125, 0.0125]
                for c in cells)
+    sssp = cells[2]["seraph_work"]
+    assert sssp["edges_pushed"] + sssp["edges_pulled_bottom_up"] + sssp["edges_swept"] > 0
     calls = [line.split() for line in log.read_text().splitlines()]
     assert len(calls) == 4 * (1 + 2 * 2)  # a verified first run, then sources x repeat
     sources = cells[0]["sources"]
