@@ -242,3 +242,30 @@ def _sort_rows_by_weight(indptr, others, wbits):
         row_others, row_wbits = others[lo:hi].copy(), wbits[lo:hi].copy()
         for i in range(hi - lo):  # a loop: a slice copy compiles a shape check's message
             others[lo + i], wbits[lo + i] = row_others[by[i]], row_wbits[by[i]]
+
+
+def smallest_neighbours(indptr: np.ndarray, others: np.ndarray, count: int,
+                        out: np.ndarray) -> None:
+    """Each row's ``count`` smallest neighbours, ascending, into ``out`` (int32, ``count``
+    entries a row, -1 past a shorter row's end), whatever the rows' order: Afforest's
+    sample, which rows ordered by weight do not begin with (docs/store.md, ``csc/sample``)."""
+    _smallest_neighbours.twin(_parallel(len(others)))(indptr, others, count, out)
+
+
+@kernel(cache=True, parallel=True)
+def _smallest_neighbours(indptr, others, count, out):
+    for r in prange(len(indptr) - 1):
+        row = out[r * count:(r + 1) * count]
+        row[:] = -1
+        held = 0
+        for e in range(indptr[r], indptr[r + 1]):
+            x = others[e]
+            if held == count and x >= row[count - 1]:
+                continue
+            # x takes the last free place, or the largest's, moving larger ones up past it
+            j = min(held, count - 1)
+            while j > 0 and row[j - 1] > x:
+                row[j] = row[j - 1]
+                j -= 1
+            row[j] = x
+            held = min(held + 1, count)

@@ -41,6 +41,7 @@ from partitioner.csx import (
     dedup_rows,
     expand_rows,
     partition,
+    smallest_neighbours,
     sort_by_key,
     sort_rows_by_weight,
 )
@@ -48,7 +49,7 @@ from partitioner.edges import EdgeChunk, EdgeSource
 from partitioner.order import check_order, degree_order, permute_rows, rcm_order
 from seraph import progress, temporaries
 from seraph.errors import InputError, StoreError
-from seraph.store import StoreAttrs, StoreWriter
+from seraph.store import SAMPLE, StoreAttrs, StoreWriter
 
 DEFAULT_PAGE_EDGES = 1 << 22
 #: The smallest page a graph smaller than its requested page gets: 4 KiB of indices.
@@ -577,14 +578,16 @@ class MemorySink(Sink):
 
 def _sweep(buckets: Buckets, budget: int, desc: str, *, dedup: bool = False,
            by_weight: bool = False, pages: PagedArrays | None = None,
-           then: Buckets | None = None) -> tuple[np.ndarray, int]:
+           then: Buckets | None = None, sample: np.ndarray | None = None
+           ) -> tuple[np.ndarray, int]:
     """One sweep of pass 3: counting-sorts each group of buckets into rows by key.
 
     With ``dedup`` repeated neighbours are dropped (rows must come out sorted); with
     ``by_weight`` the rows are then ordered by weight; with ``pages`` the rows are written
     out; with ``then`` the edges are added to those buckets, keyed by their neighbour, in
-    row order. Returns the row offsets over all vertices and the number of duplicates
-    dropped.
+    row order; into ``sample`` go each row's ``SAMPLE`` smallest neighbours
+    (:func:`smallest_neighbours`). Returns the row offsets over all vertices and the number
+    of duplicates dropped.
     """
     indptr = np.zeros(buckets.num_vertices + 1, dtype=np.int64)
     duplicates = 0
@@ -596,6 +599,8 @@ def _sweep(buckets: Buckets, budget: int, desc: str, *, dedup: bool = False,
                 kept = dedup_rows(rows, others, wbits)
                 duplicates += len(others) - kept
                 keys, others, wbits = keys[:kept], others[:kept], wbits[:kept]
+            if sample is not None:
+                smallest_neighbours(rows, others, SAMPLE, sample[SAMPLE * lo:SAMPLE * hi])
             if by_weight:
                 sort_rows_by_weight(rows, others, wbits)
             indptr[lo + 1: hi + 1] = rows[1:] + indptr[lo]
@@ -637,14 +642,17 @@ def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
     _sweep(by_source, budget, "ordering by source", then=by_destination)
 
     csr_input = None if attrs.symmetric else by_source.like("by-source-sorted")
+    sample = np.empty(SAMPLE * attrs.num_vertices, np.int32) if attrs.weighted else None
     indptr, duplicates = _sweep(by_destination, budget, "sorting CSC",
                                 dedup=not options.keep_duplicates, by_weight=attrs.weighted,
                                 pages=PagedArrays(sink, "csc", upper, attrs.weighted, pe),
-                                then=csr_input)
+                                then=csr_input, sample=sample)
     attrs.row_order = "weight" if attrs.weighted else "source"
     m = int(indptr[-1])
     sink.finish_paged("csc", m)
     sink.write_array("csc/indptr", indptr)
+    if sample is not None:
+        sink.write_array("csc/sample", sample)
     if csr_input is not None:
         pages = PagedArrays(sink, "csr", m, attrs.weighted, pe)
         rindptr, _ = _sweep(csr_input, budget, "sorting CSR", pages=pages)
@@ -693,6 +701,9 @@ def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray
             arrays[f"{prefix}/indptr"], arrays[f"{prefix}/indices"],
             arrays.get(f"{prefix}/weights"), old, new_of_old)
         if prefix == "csc" and weights is not None:  # as pass 3 left them
+            sample = np.empty(SAMPLE * n, np.int32)
+            smallest_neighbours(indptr, indices, SAMPLE, sample)
+            sink.write_array("csc/sample", sample)
             sort_rows_by_weight(indptr, indices, weights.view(np.uint32))
         pages = PagedArrays(sink, prefix, m, attrs.weighted, pe)
         pages.append(indices, _NO_WEIGHTS if weights is None else weights.view(np.uint32))

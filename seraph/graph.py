@@ -107,6 +107,14 @@ class Graph:
         the row order was recorded; older ones are sorted by source)."""
         return self.attrs.row_order == "weight"
 
+    def sample(self) -> np.ndarray | None:
+        """``csc/sample`` (docs/store.md): each vertex's smallest in-neighbours, where its
+        row does not begin with them (rows by weight); None where the rows do, or where the
+        store was written before it."""
+        stored = "csc/sample" in self._arrays or \
+            (self._store is not None and self._store.has("csc/sample"))
+        return self.array("csc/sample") if self.rows_by_weight and stored else None
+
     @property
     def page_edges(self) -> int:
         return self.attrs.page_edges

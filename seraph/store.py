@@ -8,6 +8,7 @@ format"; docs/store.md)::
       csc/indptr           int64 [n+1]
       csc/indices          int32 [m], chunk = one page of ``page_edges`` edges
       csc/weights          float32 [m] (weighted only), chunk = one page
+      csc/sample           int32 [SAMPLE n] (weighted only): each row's smallest neighbours
       csr/...              the same for out-edges; absent when the graph is symmetric
       pages/first_vertex   int64 [P]
       pages/last_vertex    int64 [P]
@@ -42,6 +43,9 @@ VERSION = 1
 
 #: Chunk length of the per-vertex arrays (indptr, original ids); these are read whole.
 VERTEX_CHUNK = 1 << 24
+#: Neighbours a vertex keeps in ``csc/sample``: the sample of union-find's first step
+#: (Afforest's), whose smallest-id neighbours keep its hooks near the low ids.
+SAMPLE = 2
 
 
 @dataclass
@@ -61,7 +65,8 @@ class StoreAttrs:
     #: with ``vertices/by_input_id``
     vertex_order: str = "input"
     #: ``source``: each CSC row sorted by source; ``weight`` (weighted stores): by weight,
-    #: the lightest in-edge first, ties by source
+    #: the lightest in-edge first, ties by source (and ``csc/sample`` holds what a row
+    #: sorted by source would begin with)
     row_order: str = "source"
     weight_dtype: str | None = None
     self_loops_removed: int = 0
@@ -240,6 +245,8 @@ class Store:
             "pages/last_vertex": (a.num_pages, "int64")}
         if a.weighted:
             expect["csc/weights"] = (m, "float32")
+        if a.row_order == "weight" and self.has("csc/sample"):  # absent in older stores
+            expect["csc/sample"] = (SAMPLE * n, "int32")
         if not a.symmetric:
             expect["csr/indptr"] = (n + 1, "int64")
             expect["csr/indices"] = (m, "int32")

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_engine import Edges, expected
+from test_writer import check_sample
 
 import seraph
 from partitioner import writer
@@ -60,6 +61,9 @@ def test_renumbered_graphs_give_scipys_answers(case, device):
     indptr, _indices, weights = g.csc()
     assert g.rows_by_weight and all((np.diff(weights[a:b]) >= 0).all()
                                     for a, b in zip(indptr[:-1], indptr[1:], strict=True))
+    # Renumbered too, each vertex's smallest in-neighbours are kept apart.
+    check_sample({name: g.array(name) for name in ("csc/indptr", "csc/indices", "csc/sample")},
+                 g.attrs)
     levels = seraph.bfs(g, source, device=device).levels
     np.testing.assert_array_equal(by_input_id(g, levels), expected("bfs", edges, source))
     distances = seraph.sssp(g, source, device=device).distances

@@ -26,7 +26,7 @@ from seraph import progress, temporaries
 from seraph import store as store_module
 from seraph.errors import StoreError
 from seraph.graph import Graph
-from seraph.store import Store, StoreWriter
+from seraph.store import SAMPLE, Store, StoreWriter
 
 SRC = np.array([0, 1, 2, 3, 4, 5, 6, 7, 0, 2, 4])
 DST = np.array([1, 2, 3, 4, 5, 6, 7, 0, 4, 6, 0])
@@ -437,6 +437,19 @@ def test_missing_array(good, name):
 def test_wrong_shape(good):
     set_attr(good, num_vertices=9)
     with pytest.raises(StoreError, match=r"'csc/indptr' has shape \(9,\).*expected \(10,\)"):
+        Store(good)
+
+
+def test_a_weighted_store_keeps_its_sample_or_opens_without_one(good):
+    """csc/sample is checked where present, and a store written before it opens without
+    (its CC samples the rows)."""
+    group = zarr.open_group(good, mode="r+")
+    n = Store(good).attrs.num_vertices
+    assert Graph.open(good).sample().shape == (SAMPLE * n,)
+    del group["csc/sample"]
+    assert Graph.open(good).sample() is None
+    group.create_array("csc/sample", shape=(SAMPLE * n - 1,), chunks=(4,), dtype="int32")
+    with pytest.raises(StoreError, match=r"'csc/sample' has shape"):
         Store(good)
 
 

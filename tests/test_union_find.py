@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from numba import njit, prange
 from scipy.sparse import csgraph
 
+from partitioner.csx import smallest_neighbours
 from seraph.backends.cpu import union_find
 from seraph.backends.cpu.atomics import atomic_cas, atomic_load, atomic_store
 from seraph.backends.cpu.union_find import (
@@ -21,8 +22,10 @@ from seraph.backends.cpu.union_find import (
     compress,
     link_edges,
     link_parents,
+    link_sample,
     most_frequent_root,
     new_forest,
+    trusted_components,
 )
 from seraph.errors import InputError
 
@@ -102,6 +105,47 @@ def random_graphs(draw):
 def test_random_graphs_with_loops_and_duplicates(graph, sample_rounds):
     n, src, dst = graph
     check(n, src, dst, sample_rounds=sample_rounds)
+
+
+@EXAMPLES
+@given(random_graphs(), st.integers(0, 3), st.data())
+def test_a_sample_in_place_of_the_first_neighbours(graph, per, data):
+    """The first step links a given sample (csc/sample: each row's smallest neighbours, or
+    any of its neighbours, -1 for none) instead of the rows' first positions; the finish
+    then links every position: the labels are scipy's."""
+    n, src, dst = graph
+    indptr, indices = symmetric_csc(n, src, dst)
+    sample = np.full((n, per), -1, np.int32)
+    out = np.full(n * per, -1, np.int32)
+    smallest_neighbours(indptr, indices, per, out)
+    if data.draw(st.booleans(), label="the smallest"):
+        sample = out.reshape(n, per)
+    else:
+        for v in range(n):
+            row = indices[indptr[v]:indptr[v + 1]]
+            k = data.draw(st.integers(0, min(per, len(row))), label="sampled")
+            sample[v, :k] = row[len(row) - k:]
+    labels = trusted_components(indptr, indices, n, sample=sample.ravel())
+    np.testing.assert_array_equal(labels, smallest_ids(indptr, indices, n))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 50), max_size=12), max_size=20),
+       st.integers(1, 4))
+def test_smallest_neighbours_are_each_rows_smallest(lists, count):
+    indptr = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(r) for r in lists], out=indptr[1:])
+    indices = np.array([x for r in lists for x in r], np.int32)
+    out = np.empty(len(lists) * count, np.int32)
+    smallest_neighbours(indptr, indices, count, out)
+    for v, row in enumerate(lists):
+        want = sorted(row)[:count]
+        assert out[v * count:(v + 1) * count].tolist() == want + [-1] * (count - len(want))
+
+
+def test_a_sample_that_does_not_fit_the_vertices_is_refused():
+    with pytest.raises(InputError, match="does not give each of 3 vertices as many"):
+        link_sample(new_forest(3), np.zeros(4, np.int32))
 
 
 @EXAMPLES

@@ -26,10 +26,11 @@ from partitioner.readers import edges_from_arrays
 from partitioner.writer import Options, build_in_memory, write_store
 from seraph.errors import InputError
 from seraph.graph import Graph
-from seraph.store import Store
+from seraph.store import SAMPLE, Store
 
-ARRAYS = ("csc/indptr", "csc/indices", "csc/weights", "csr/indptr", "csr/indices",
-          "csr/weights", "pages/first_vertex", "pages/last_vertex", "vertices/original_id")
+ARRAYS = ("csc/indptr", "csc/indices", "csc/weights", "csc/sample", "csr/indptr",
+          "csr/indices", "csr/weights", "pages/first_vertex", "pages/last_vertex",
+          "vertices/original_id")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -90,7 +91,22 @@ def check_store(arrays: dict, attrs, src, dst, w=None, **rules) -> None:
     assert attrs.row_order == ("weight" if attrs.weighted else "source")
     assert_rows_sorted(arrays, "csc", strict=not rules.get("keep_duplicates"),
                        by_weight=attrs.weighted)
+    check_sample(arrays, attrs)
     check_pages(arrays, attrs)
+
+
+def check_sample(arrays: dict, attrs) -> None:
+    """A weighted store's csc/sample holds each row's SAMPLE smallest neighbours, -1 past a
+    shorter row; an unweighted store, whose rows begin with them, has none."""
+    if not attrs.weighted:
+        assert "csc/sample" not in arrays
+        return
+    indptr, indices = arrays["csc/indptr"], arrays["csc/indices"]
+    want = np.full((attrs.num_vertices, SAMPLE), -1, np.int32)
+    for v in range(attrs.num_vertices):
+        smallest = np.sort(indices[indptr[v]:indptr[v + 1]])[:SAMPLE]
+        want[v, :len(smallest)] = smallest
+    np.testing.assert_array_equal(arrays["csc/sample"], want.ravel())
 
 
 def assert_rows_sorted(arrays: dict, prefix: str, strict: bool, by_weight: bool = False

@@ -341,7 +341,7 @@ class CpuBackend(HostPush):
         indptr, indices, _ = self.graph.csc()
         self._touched = None
         trusted_components(indptr, indices, self.graph.num_vertices, merge=merge,
-                           parent=self.values)
+                           parent=self.values, sample=self.graph.sample())
 
     def link_parents(self, parent, other) -> None:
         link_parents(parent, other)

@@ -10,6 +10,10 @@ On a symmetric graph (whose CSC is its CSR):
    over the vertices, and compress the forest. On most graphs this already joins nearly
    all of the largest component. (GAP links one neighbour a pass, compressing after
    each; one pass reads each row's first cache line once, where each pass read it again.)
+   The first neighbours of a row sorted by id are its smallest, whose parents lie near the
+   start of ``parent``: the hooks stay in cache. A weighted store's rows are sorted by
+   weight, and its ``csc/sample`` keeps each vertex's smallest neighbours instead
+   (docs/store.md), which this step then links; the finish step links every position.
 2. **Find the giant.** The root that most of ~1,000 vertices (a fixed seed) point to.
 3. **Finish.** Every vertex not yet under that root links its remaining neighbours. Edges
    of vertices already in the giant are skipped: each such edge is also stored the other
@@ -80,19 +84,27 @@ def components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int, *,
 
 def trusted_components(indptr: np.ndarray, indices: np.ndarray, num_vertices: int,
                        sample_rounds: int = SAMPLE_ROUNDS, merge=None,
-                       parent: np.ndarray | None = None) -> np.ndarray:
+                       parent: np.ndarray | None = None,
+                       sample: np.ndarray | None = None) -> np.ndarray:
     """:func:`components` of a CSC known to be well formed: its check reads every edge,
     a sizeable share of the run. ``merge``, where given, is called with the compressed
     forest after the sampling and after the finish (a partitioned run's workers unite
     their parts' forests there: :meth:`seraph.backends.base.Backend.union_find`). It grows
-    ``parent`` where given (int32, every vertex its own root: a backend's CC values)."""
+    ``parent`` where given (int32, every vertex its own root: a backend's CC values).
+    ``sample``, where given, holds the neighbours the first step links in place of each
+    row's first ``sample_rounds`` (int32, as many a vertex, -1 for none: ``csc/sample``)."""
     parent = new_forest(num_vertices) if parent is None else parent
-    link_edges(parent, indptr, indices, first_neighbour=0, neighbour_count=sample_rounds)
+    if sample is None:
+        link_edges(parent, indptr, indices, first_neighbour=0, neighbour_count=sample_rounds)
+        rest = sample_rounds
+    else:
+        link_sample(parent, sample)
+        rest = 0  # the rows do not begin with the sampled neighbours
     compress(parent, len(indices))
     if merge is not None:
         merge(parent)
     giant = most_frequent_root(parent)
-    link_edges(parent, indptr, indices, first_neighbour=sample_rounds, skip_root=giant)
+    link_edges(parent, indptr, indices, first_neighbour=rest, skip_root=giant)
     compress(parent, len(indices))
     if merge is not None:
         merge(parent)
@@ -137,6 +149,21 @@ def link_edges(parent: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
                      chunks, _workers(chunks), STOP)
 
 
+def link_sample(parent: np.ndarray, sample: np.ndarray) -> None:
+    """Unites, in ``parent``, each vertex with its neighbours in ``sample`` (int32, the
+    same number a vertex, -1 for none), in parallel."""
+    if len(parent) == 0 or len(sample) % len(parent):
+        if len(sample):
+            raise InputError(f"a sample of {len(sample)} entries does not give each of "
+                             f"{len(parent)} vertices as many")
+        return
+    chunks = _chunks(len(parent), None, _CHUNK_ITEMS)
+    if chunks == 1:
+        _link_sample_range(parent, sample, 0, len(parent), STOP)
+    else:
+        _link_sample_chunks(parent, sample, chunks, _workers(chunks), STOP)
+
+
 def compress(parent: np.ndarray, num_edges: int | None = None) -> None:
     """Points every vertex straight at its root (call it while nothing links;
     ``num_edges``: the graph's, where known)."""
@@ -150,11 +177,7 @@ def compress(parent: np.ndarray, num_edges: int | None = None) -> None:
 def link_parents(parent: np.ndarray, other: np.ndarray) -> None:
     """Unites, in ``parent``, each vertex with its parent in ``other`` (another forest of
     the same vertices), then compresses: ``parent`` becomes the forest of both."""
-    chunks = _chunks(len(parent), None, _CHUNK_ITEMS)
-    if chunks == 1:
-        _link_parents_range(parent, other, 0, len(parent), STOP)
-    else:
-        _link_parents_chunks(parent, other, chunks, _workers(chunks), STOP)
+    link_sample(parent, other)  # a sample of one a vertex (a root's own id links nothing)
     compress(parent)
 
 
@@ -308,22 +331,24 @@ def _compress_chunks(parent, chunks, workers, halt):
 
 
 @njit(cache=True, nogil=True)
-def _link_parents_range(parent, other, lo, hi, halt):
+def _link_sample_range(parent, sample, lo, hi, halt):
+    per = len(sample) // len(parent)
     for v in range(lo, hi):
         if ((v - lo) & (_CHUNK_ITEMS - 1)) == 0 and atomic_load(halt, 0):
             return
-        if other[v] != v:
-            _link(parent, v, other[v])
+        for j in range(v * per, (v + 1) * per):
+            if sample[j] >= 0:
+                _link(parent, v, sample[j])
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _link_parents_chunks(parent, other, chunks, workers, halt):
+def _link_sample_chunks(parent, sample, chunks, workers, halt):
     n = len(parent)
     ticket = zeros(1, np.int64)
     for _ in prange(workers):
         c = _next_chunk(ticket, chunks)
         while c >= 0:
-            _link_parents_range(parent, other, n * c // chunks, n * (c + 1) // chunks, halt)
+            _link_sample_range(parent, sample, n * c // chunks, n * (c + 1) // chunks, halt)
             c = _next_chunk(ticket, chunks)
 
 
