@@ -249,6 +249,8 @@ def smallest_neighbours(indptr: np.ndarray, others: np.ndarray, count: int,
     """Each row's ``count`` smallest neighbours, ascending, into ``out`` (int32, ``count``
     entries a row, -1 past a shorter row's end), whatever the rows' order: Afforest's
     sample, which rows ordered by weight do not begin with (docs/store.md, ``csc/sample``)."""
+    if count < 1:
+        return  # nothing to keep (the kernel looks at a row's last place)
     _smallest_neighbours.twin(_parallel(len(others)))(indptr, others, count, out)
 
 

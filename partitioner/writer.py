@@ -642,7 +642,9 @@ def _emit_rows(sink: Sink, attrs: StoreAttrs, ids: IdSpace, by_source: Buckets,
     _sweep(by_source, budget, "ordering by source", then=by_destination)
 
     csr_input = None if attrs.symmetric else by_source.like("by-source-sorted")
-    sample = np.empty(SAMPLE * attrs.num_vertices, np.int32) if attrs.weighted else None
+    # Union-find's sample, for the symmetric graphs it runs on, whose rows go by weight.
+    sample = np.empty(SAMPLE * attrs.num_vertices, np.int32) \
+        if attrs.weighted and attrs.symmetric else None
     indptr, duplicates = _sweep(by_destination, budget, "sorting CSC",
                                 dedup=not options.keep_duplicates, by_weight=attrs.weighted,
                                 pages=PagedArrays(sink, "csc", upper, attrs.weighted, pe),
@@ -701,9 +703,10 @@ def _emit_renumbered(sink: Sink, attrs: StoreAttrs, arrays: dict[str, np.ndarray
             arrays[f"{prefix}/indptr"], arrays[f"{prefix}/indices"],
             arrays.get(f"{prefix}/weights"), old, new_of_old)
         if prefix == "csc" and weights is not None:  # as pass 3 left them
-            sample = np.empty(SAMPLE * n, np.int32)
-            smallest_neighbours(indptr, indices, SAMPLE, sample)
-            sink.write_array("csc/sample", sample)
+            if attrs.symmetric:
+                sample = np.empty(SAMPLE * n, np.int32)
+                smallest_neighbours(indptr, indices, SAMPLE, sample)
+                sink.write_array("csc/sample", sample)
             sort_rows_by_weight(indptr, indices, weights.view(np.uint32))
         pages = PagedArrays(sink, prefix, m, attrs.weighted, pe)
         pages.append(indices, _NO_WEIGHTS if weights is None else weights.view(np.uint32))

@@ -8,7 +8,7 @@ format"; docs/store.md)::
       csc/indptr           int64 [n+1]
       csc/indices          int32 [m], chunk = one page of ``page_edges`` edges
       csc/weights          float32 [m] (weighted only), chunk = one page
-      csc/sample           int32 [SAMPLE n] (weighted only): each row's smallest neighbours
+      csc/sample           int32 [SAMPLE n] (weighted, symmetric): each row's smallest ids
       csr/...              the same for out-edges; absent when the graph is symmetric
       pages/first_vertex   int64 [P]
       pages/last_vertex    int64 [P]

@@ -96,9 +96,10 @@ def check_store(arrays: dict, attrs, src, dst, w=None, **rules) -> None:
 
 
 def check_sample(arrays: dict, attrs) -> None:
-    """A weighted store's csc/sample holds each row's SAMPLE smallest neighbours, -1 past a
-    shorter row; an unweighted store, whose rows begin with them, has none."""
-    if not attrs.weighted:
+    """A weighted symmetric store's csc/sample holds each row's SAMPLE smallest neighbours,
+    -1 past a shorter row; an unweighted store, whose rows begin with them, has none, nor
+    a directed one, whose components are not asked for."""
+    if not (attrs.weighted and attrs.symmetric):
         assert "csc/sample" not in arrays
         return
     indptr, indices = arrays["csc/indptr"], arrays["csc/indices"]
