@@ -755,7 +755,7 @@ def test_a_parts_csr_is_its_transpose_rows_by_tail_heads_ascending(twin, data):
 
 
 def test_the_parts_hold_the_graph_and_read_only_their_pages(store, monkeypatch):
-    from seraph.store import Store
+    from seraph.store import SAMPLE, Store
 
     whole = seraph.open_graph(store)
     read: list[int] = []
@@ -780,6 +780,10 @@ def test_the_parts_hold_the_graph_and_read_only_their_pages(store, monkeypatch):
         assert sorted(zip(tails, o_indices, o_weights, strict=True)) == \
             sorted(zip(p_indices, p_heads, p_weights, strict=True))
         np.testing.assert_array_equal(part.out_degrees(), whole.out_degrees())
+        # Union-find's sample, as its rows: its own vertices' alone.
+        own = np.full((whole.num_vertices, SAMPLE), -1)
+        own[lo:hi] = whole.sample().reshape(-1, SAMPLE)[lo:hi]
+        np.testing.assert_array_equal(part.sample(), own.ravel())
     np.testing.assert_array_equal(np.concatenate([g[0] for g in got]), heads)
     np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), indices)
     np.testing.assert_array_equal(np.concatenate([g[2] for g in got]), weights)

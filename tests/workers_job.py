@@ -92,7 +92,9 @@ def multi(example: Example):
 def examples(draw, algorithm: str) -> Example:
     entry = ALGORITHMS[algorithm]
     spec = entry.spec
-    edges, source = draw(inputs(weighted=spec.operator.weighted,
+    # CC also on weighted stores, whose rows go by weight and whose sample it links first.
+    weighted = spec.operator.weighted or (algorithm == "cc" and draw(st.booleans()))
+    edges, source = draw(inputs(weighted=weighted,
                                 symmetric=True if algorithm == "cc" else None))
     page_edges = draw(st.sampled_from([1, 2, 4, 16, WHOLE]))
     pages = edges.graph(page_edges).num_pages

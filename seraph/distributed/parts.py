@@ -19,6 +19,7 @@ from seraph.backends.caches import graph_cached, out_degrees
 from seraph.errors import ConfigError
 from seraph.graph import Graph
 from seraph.kernels import kernel
+from seraph.store import SAMPLE
 
 #: A transpose files the edges into about this many ranges of tails first (a bucket
 #: pass), then sorts each range by tail with counts that fit a core's cache.
@@ -102,7 +103,14 @@ class PartGraph(Graph):
         if name.startswith("csr/"):
             self._transpose()
             return self._arrays[name]
+        if name == "csc/sample":  # this part's vertices' alone, as its rows
+            own, (first, end) = np.full(len(whole.array(name)), -1, np.int32), self.vertices
+            own[SAMPLE * first:SAMPLE * end] = whole.array(name)[SAMPLE * first:SAMPLE * end]
+            return own
         return whole.array(name)  # per-vertex arrays: the whole graph's ids
+
+    def sample(self) -> np.ndarray | None:
+        return None if self.whole.sample() is None else self.array("csc/sample")
 
     def _pages(self, name: str) -> np.ndarray:
         """This part's pages of a paged array: a slice where the whole graph holds it in
