@@ -36,7 +36,8 @@ on as many as numba's pool has; ``--plot`` draws the scaling curve. Every Seraph
 is checked by its verifier (outside the timed call), GAP's first answer by its own ``-v``,
 and the two first answers against each other where GAP's ``-a`` prints figures of its
 answer (BFS and SSSP: the vertices reached; CC: the components and the largest one's
-size): a difference fails the cell.
+size): a difference fails the cell. Beside each cell, where Seraph's fastest calls went
+(:data:`WORK`: their phases and the edges they pushed, pulled bottom-up and swept).
 """
 
 from __future__ import annotations
