@@ -447,13 +447,17 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
+
+    def step(twin, frontier, budget):
+        return twin(indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
+                    max_frontier_edges, budget, _PARALLEL_EDGES, round_pieces(), pend, STOP,
+                    LIVE)
+
     rounds, pushed, changed = 0, 0, np.empty(0, dtype=np.int64)
     if stepping is _delta_stepping.parallel and \
             len(frontier) * _CLAIM_EDGES < _PARALLEL_EDGES:
-        frontier, ordered, rounds, pushed, changed = _delta_stepping.serial(
-            indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
-            max_frontier_edges, _ALONE_EDGES, _PARALLEL_EDGES, round_pieces(), pend, STOP,
-            LIVE)
+        frontier, ordered, rounds, pushed, changed = step(_delta_stepping.serial, frontier,
+                                                          _ALONE_EDGES)
         if not frontier.size or pushed < _ALONE_EDGES or STOP[0]:  # done, at the limit
             return _waiting_result(values, frontier, ordered, rounds, pushed, changed)
         # Small bins on every thread in one region, until a bin is large (region.py).
@@ -464,9 +468,8 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
         changed = joined(changed, more_changed, pend)
         if why == DONE or (why != HANDED and more_rounds):
             return _waiting_result(values, frontier, False, rounds, pushed, changed)
-    nxt, ordered, more_rounds, more_pushed, more_changed = stepping(
-        indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
-        max_frontier_edges, _NO_BUDGET, _PARALLEL_EDGES, round_pieces(), pend, STOP, LIVE)
+    nxt, ordered, more_rounds, more_pushed, more_changed = step(stepping, frontier,
+                                                                _NO_BUDGET)
     if len(changed):
         more_changed = joined(changed, more_changed, pend)
     return _waiting_result(values, nxt, ordered, rounds + int(more_rounds),
