@@ -389,38 +389,69 @@ def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, da
     filing, however few (with hand-backs, a far pile from a small delta, and 0 weights);
     or, on several threads, bins below a larger limit go to the region (region.py), after
     the calling thread's first ``alone`` out-edges, and it hands back to them: each call
-    lists what it lowered once each."""
+    lists what it lowered once each. Two sources' runs share one Scratch: the first's
+    rounds work in new arrays, the second's in the room the first's grew, or in new ones
+    where a round needs more."""
     n, src, dst, w = g
-    source = data.draw(st.integers(0, n - 1))
     delta = data.draw(st.sampled_from([None, 0.25, 100.0]))
     limit = data.draw(st.sampled_from([1, 4, 2**62]))
     parallel_edges = data.draw(st.sampled_from([1, 5, 32, 1 << 16]))
     alone = data.draw(st.sampled_from([0, 3, 1 << 62]), label="alone")
     graph = csr(n, src, dst, w)
-    values = initial_values(n, source, DISTANCE)
-    frontier, changed, regions = np.array([source]), [], []
-    with pytest.MonkeyPatch.context() as patch:
-        for limit_name in ("SERIAL_WORK", "SERIAL_GRAPH", "SERIAL_FILL"):  # as all_threads
-            patch.setattr(kernels, limit_name, 0)
-        patch.setattr(push, "_PARALLEL_EDGES", parallel_edges)
-        patch.setattr(push, "_ALONE_EDGES", alone)
-        patch.setattr(push, "delta_region",
-                      lambda *a: regions.append(1) or region.delta_region(*a))
-        while frontier.size:
-            result = push_until(*graph, values, frontier, DISTANCE, limit, delta=delta)
-            assert len(np.unique(result.changed)) == len(result.changed)
-            frontier = result.frontier
-            changed.append(result.changed)
-    # A one-vertex frontier enters the region where a bin of 4 out-edges is small, unless
-    # the calling thread ends the run first.
-    if alone == 0:
-        assert bool(regions) == (parallel_edges > 4)
-    if alone == 1 << 62:
-        assert not regions
-    dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
-    np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
-    np.testing.assert_array_equal(np.unique(np.concatenate(changed)),
-                                  np.flatnonzero(values != initial_values(n, source, DISTANCE)))
+    scratch = Scratch(n)
+    for _ in range(2):
+        source = data.draw(st.integers(0, n - 1))
+        values = initial_values(n, source, DISTANCE)
+        frontier, changed, regions = np.array([source]), [], []
+        with pytest.MonkeyPatch.context() as patch:
+            for limit_name in ("SERIAL_WORK", "SERIAL_GRAPH", "SERIAL_FILL"):  # all_threads
+                patch.setattr(kernels, limit_name, 0)
+            patch.setattr(push, "_PARALLEL_EDGES", parallel_edges)
+            patch.setattr(push, "_ALONE_EDGES", alone)
+            patch.setattr(push, "delta_region",
+                          lambda *a, seen=regions: seen.append(1) or region.delta_region(*a))
+            while frontier.size:
+                result = push_until(*graph, values, frontier, DISTANCE, limit, delta=delta,
+                                    scratch=scratch)
+                assert len(np.unique(result.changed)) == len(result.changed)
+                frontier = result.frontier
+                changed.append(result.changed)
+        # A one-vertex frontier enters the region where a bin of 4 out-edges is small,
+        # unless the calling thread ends the run first.
+        if alone == 0:
+            assert bool(regions) == (parallel_edges > 4)
+        if alone == 1 << 62:
+            assert not regions
+        dist = csgraph.dijkstra(scipy_matrix(n, src, dst, w), indices=source)
+        np.testing.assert_array_equal(values, engine_values(dist, DISTANCE))
+        np.testing.assert_array_equal(
+            np.unique(np.concatenate(changed)),
+            np.flatnonzero(values != initial_values(n, source, DISTANCE)))
+
+
+def test_delta_steppings_room_grows_to_the_largest_round_and_is_kept(monkeypatch,
+                                                                      all_threads):
+    """A Scratch's room starts with no round arrays; a run's parallel rounds ask for as
+    much as their largest, and the next run gets that much, in arrays kept from then on;
+    a larger round later doubles them."""
+    n, src, dst, w = random_graph()
+    graph = csr(n, src, dst, w)
+    monkeypatch.setattr(push, "_PARALLEL_EDGES", 1)
+    scratch = Scratch(n)
+    first = scratch.room()
+    assert len(first.keys) == 0
+    push_until(*graph, initial_values(n, 0, DISTANCE), np.array([0]), DISTANCE, 2**62,
+               scratch=scratch)
+    need = first.need[0]
+    assert 0 < need <= len(src)
+    room = scratch.room()
+    assert room is not first and len(room.keys) == len(room.grouped_degs) == need
+    room.need[0] = need + 1  # a run of a larger round: the room doubles
+    assert len(scratch.room().keys) == 2 * need
+    room = scratch.room()
+    push_until(*graph, initial_values(n, 0, DISTANCE), np.array([0]), DISTANCE, 2**62,
+               scratch=scratch)
+    assert room.need[0] == need and scratch.room() is room  # the same rounds again
 
 
 @settings(max_examples=100, deadline=None)

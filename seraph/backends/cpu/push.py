@@ -146,17 +146,19 @@ def push_round(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
 
 
 class Scratch:
-    """The per-vertex scratch arrays of :func:`push_until`, which leaves them clean.
+    """The scratch arrays of :func:`push_until`: per-vertex ones, which it leaves clean,
+    and delta-stepping's work arrays.
 
     Allocating and filling them costs O(n) per call (the delta-stepping bins are filled
-    in numba), which is more than a tail of small pushes
-    costs. A caller that pushes again and again on one graph passes one Scratch to every
-    call (the engine keeps one with the graph, for all its runs)."""
+    in numba), which is more than a tail of small pushes costs, and fresh memory costs a
+    page fault per page written. A caller that pushes again and again on one graph passes
+    one Scratch to every call (the engine keeps one with the graph, for all its runs)."""
 
     def __init__(self, num_vertices: int) -> None:
         self.num_vertices = num_vertices
         self._in_next: np.ndarray | None = None
         self._pend: np.ndarray | None = None
+        self._room: _Room | None = None
 
     def in_next(self) -> np.ndarray:
         """A uint8 flag per vertex, all zero (push rounds' claims)."""
@@ -169,6 +171,16 @@ class Scratch:
         if self._pend is None:
             self._pend = np.full(self.num_vertices, UNTOUCHED, dtype=np.int32)
         return self._pend
+
+    def room(self) -> _Room:
+        """Delta-stepping's work arrays: a round's at least as large as the largest an
+        earlier run asked for (none before the first), and twice as large as before where
+        they grow, so that each source's slightly larger round does not make new ones."""
+        room = self._room
+        if room is None or room.need[0] > len(room.keys):
+            size = 0 if room is None else max(int(room.need[0]), 2 * len(room.keys))
+            self._room = room = _new_room(self.num_vertices, size)
+        return room
 
 
 def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
@@ -201,7 +213,7 @@ def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | No
             _checked_delta(delta)
         if delta != math.inf:
             return _ordered(indptr, indices, edge_weights, values, frontier,
-                            max_frontier_edges, delta, scratch.pend(), sample[1])
+                            max_frontier_edges, delta, scratch, sample[1])
     if max_degree is None:
         max_degree = max_out_degree(indptr)
     return _rounds(indptr, indices, edge_weights, stride, op, values, frontier,
@@ -440,18 +452,19 @@ def _push_alone_round(indptr, indices, weights, stride, op, values, inf, frontie
 
 
 def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, delta,
-             pend, largest) -> PushResult:
+             scratch, largest) -> PushResult:
     """Delta-stepping from ``frontier`` (stored float32 weights, the largest sampled
-    ``largest``; ``pend``: all UNTOUCHED, and so again on return)."""
+    ``largest``)."""
     # Ring bins for every bin one push can reach, so the far pile only takes initial values.
     reach = largest / delta
     ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
+    pend, room = scratch.pend(), scratch.room()
 
     def step(twin, frontier, budget):
         return twin(indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
-                    max_frontier_edges, budget, _PARALLEL_EDGES, round_pieces(), pend, STOP,
-                    LIVE)
+                    max_frontier_edges, budget, _PARALLEL_EDGES, round_pieces(), pend, room,
+                    STOP, LIVE)
 
     rounds, pushed, changed = 0, 0, np.empty(0, dtype=np.int64)
     if stepping is _delta_stepping.parallel and \
@@ -843,11 +856,44 @@ class _Bins(NamedTuple):
     #                   the far pile's bins, entries in the ring, changed vertices
     changed: np.ndarray  # int64[n]: the first meta[_CHANGED] are the vertices this run
     #                      lowered while UNTOUCHED
+    room: _Room
+
+
+class _Room(NamedTuple):
+    """Delta-stepping's work arrays, kept from run to run (:meth:`Scratch.room`): a parallel
+    round's fresh arrays cost a page fault per page the threads write, and their release
+    stops every thread to drop the pages from its TLB, so on many threads a round spent
+    more time in the kernel than on its edges."""
+
+    batch: np.ndarray  # int64[n]: the vertices a round takes
+    batch_degs: np.ndarray  # int64[n]: their out-degrees, or their rows' ends in the round
+    batch_bins: np.ndarray  # int64[n]: their bins
+    live: np.ndarray  # uint8[n]: a stack's live entries
+    keys: np.ndarray  # int64[r]: a round's lowerings, as entries
+    degs: np.ndarray  # int64[r]: their out-degrees
+    flags: np.ndarray  # uint8[r]: their claim flags
+    grouped_keys: np.ndarray  # int64[r]: the claims grouped per stack
+    grouped_degs: np.ndarray  # int64[r]
+    need: np.ndarray  # int64[1]: the largest r a round has asked for
+
+
+def _new_room(n: int, r: int) -> _Room:
+    """Work arrays for ``n`` vertices and rounds of up to ``r`` lowerings."""
+    return _Room(*(np.empty(n, dtype=t) for t in (np.int64, np.int64, np.int64, np.uint8)),
+                 *(np.empty(r, dtype=t) for t in (np.int64, np.int64, np.uint8, np.int64,
+                                                  np.int64)),
+                 np.zeros(1, dtype=np.int64))
 
 
 @njit(cache=True, inline="always")
-def _new_bins(pend, ring_bits):
-    """Empty bins over ``pend`` (every entry UNTOUCHED)."""
+def _lend(a, size):
+    """``a[:size]``, or a new array where ``a`` is shorter."""
+    return a[:size] if size <= len(a) else np.empty(size, dtype=a.dtype)
+
+
+@njit(cache=True, inline="always")
+def _new_bins(pend, ring_bits, room):
+    """Empty bins over ``pend`` (every entry UNTOUCHED), working in ``room``."""
     n = len(pend)
     stacks = (1 << ring_bits) + 1
     meta = np.zeros(6, dtype=np.int64)
@@ -856,7 +902,7 @@ def _new_bins(pend, ring_bits):
                  [np.empty(16, dtype=np.int64) for _ in range(stacks)],
                  [np.empty(16, dtype=np.int64) for _ in range(stacks)],
                  np.zeros(stacks, dtype=np.int64), np.zeros(stacks, dtype=np.int64), meta,
-                 np.empty(n, dtype=np.int64))
+                 np.empty(n, dtype=np.int64), room)
 
 
 @njit(inline="always", cache=True)
@@ -1053,7 +1099,7 @@ def _push_together(indptr, indices, weights, values, bins, frontier, ends, inv_d
     total = ends[-1]
     offsets = _even_pieces(total, max_pieces)
     # A piece lowers a vertex at most once per edge.
-    keys = np.empty(total, dtype=np.int64)
+    keys = _lend(bins.room.keys, total)
     counts = np.zeros(len(offsets) - 1, dtype=np.int64)
     _ordered_pieces(indptr, indices, weights, values, frontier, ends, inv_delta, offsets,
                     keys, counts)
@@ -1096,8 +1142,9 @@ def _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, lowered):
     pieces, far, cur = len(counts), _far(bins), bins.meta[_CUR]
     spread = counts.sum() * _CLAIM_EDGES >= parallel_edges
     total = offsets[-1]
-    degs = np.empty(total, dtype=np.int64)
-    flags = np.empty(total, dtype=np.uint8)
+    bins.room.need[0] = max(bins.room.need[0], total)  # the next run's room grows to it
+    degs = _lend(bins.room.degs, total)
+    flags = _lend(bins.room.flags, total)
     tally = np.zeros((pieces, far + 1), dtype=np.int64)  # claims per piece and stack
     notes = np.zeros((pieces, _NOTES), dtype=np.int64)
     if spread:
@@ -1124,8 +1171,8 @@ def _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, lowered):
         bins.meta[_WAITING] += notes[p, _NOTE_NEW]
         bins.meta[_WAITING_EDGES] += notes[p, _NOTE_NEW_EDGES]
         bins.meta[_FAR_MIN] = min(bins.meta[_FAR_MIN], notes[p, _NOTE_FAR_MIN])
-    grouped_keys = np.empty(placed, dtype=np.int64)
-    grouped_degs = np.empty(placed, dtype=np.int64)
+    grouped_keys = _lend(bins.room.grouped_keys, placed)
+    grouped_degs = _lend(bins.room.grouped_degs, placed)
     if spread:
         _scatter_pieces(cur, far, offsets, keys, degs, flags, counts, at, changed_at,
                         bins.changed, grouped_keys, grouped_degs)
@@ -1298,7 +1345,7 @@ def _queue_together(indptr, values, bins, frontier, start, inv_delta, max_pieces
     for a short one, and read their values into ``start``: by every thread."""
     offsets = _even_pieces(len(frontier), max_pieces)
     pieces = len(offsets) - 1
-    keys = np.empty(len(frontier), dtype=np.int64)
+    keys = _lend(bins.room.keys, len(frontier))
     counts = np.empty(pieces, dtype=np.int64)
     least = np.empty(pieces, dtype=np.int64)
     _entry_pieces(values, frontier, start, inv_delta, offsets, keys, counts, least)
@@ -1333,7 +1380,7 @@ def _take_together(bins, lst, batch, ends, max_pieces, parallel_edges):
     keys, degs, size = bins.keys[lst], bins.degs[lst], bins.size[lst]
     offsets = _even_pieces(size, max_pieces if size * _CLAIM_EDGES >= parallel_edges else 1)
     pieces = len(offsets) - 1
-    live = np.empty(size, dtype=np.uint8)
+    live = _lend(bins.room.live, size)
     counts = np.empty(pieces, dtype=np.int64)
     edges = np.empty(pieces, dtype=np.int64)
     if pieces > 1:
@@ -1478,14 +1525,13 @@ def _waiting(bins, max_pieces):
 
 @kernel(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
-                    max_frontier_edges, budget, parallel_edges, max_pieces, pend, halt,
-                    live):
+                    max_frontier_edges, budget, parallel_edges, max_pieces, pend, room,
+                    halt, live):
     """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
-    pushed, every vertex it lowered, once each). ``pend`` is all
-    UNTOUCHED, and so again on return. Progress and stopping as :func:`_rounds_loop`'s, a
-    bin at a time, and no bin begun once ``budget`` out-edges are pushed."""
-    n = len(values)
-    bins = _new_bins(pend, ring_bits)
+    pushed, every vertex it lowered, once each). ``pend`` is all UNTOUCHED, and so again on
+    return; ``room`` holds its work arrays. Progress and stopping as :func:`_rounds_loop`'s,
+    a bin at a time, and no bin begun once ``budget`` out-edges are pushed."""
+    bins = _new_bins(pend, ring_bits, room)
     start = np.empty(len(frontier), dtype=values.dtype)  # to tell which ones the run lowers
     # The kernel's passes over a long frontier, or over many changed vertices, run on every
     # thread; the serial twin never compiles them (seraph.kernels).
@@ -1508,9 +1554,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
             bins.meta[_CUR] = first
         reached = reached[:r]
         _queue_all(bins, reached, indptr[reached + 1] - indptr[reached], starts[:r])
-    batch = np.empty(n, dtype=np.int64)
-    batch_degs = np.empty(n, dtype=np.int64)
-    batch_bins = np.empty(n, dtype=np.int64)
+    batch, batch_degs, batch_bins = room.batch, room.batch_degs, room.batch_bins
     rounds = pushed = 0
     while pushed < budget and _advance(bins, batch, batch_degs, batch_bins):
         lst = bins.meta[_CUR] & (_far(bins) - 1)
