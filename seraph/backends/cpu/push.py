@@ -39,6 +39,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.typed import List
 
 from seraph.backends.caches import max_out_degree, operand_dtype
 from seraph.backends.cpu.atomics import (
@@ -172,14 +173,15 @@ class Scratch:
             self._pend = np.full(self.num_vertices, UNTOUCHED, dtype=np.int32)
         return self._pend
 
-    def room(self) -> _Room:
-        """Delta-stepping's work arrays: a round's at least as large as the largest an
-        earlier run asked for (none before the first), and twice as large as before where
-        they grow, so that each source's slightly larger round does not make new ones."""
-        room = self._room
-        if room is None or room.need[0] > len(room.keys):
+    def room(self, ring_bits: int) -> _Room:
+        """Delta-stepping's work arrays for a ring of ``2^ring_bits`` bins: a round's at
+        least as large as the largest an earlier run asked for (none before the first),
+        and twice as large as before where they grow, so that each source's slightly
+        larger round does not make new ones."""
+        room, stacks = self._room, (1 << ring_bits) + 1
+        if room is None or room.need[0] > len(room.keys) or len(room.stack_keys) != stacks:
             size = 0 if room is None else max(int(room.need[0]), 2 * len(room.keys))
-            self._room = room = _new_room(self.num_vertices, size)
+            self._room = room = _new_room(self.num_vertices, size, stacks)
         return room
 
 
@@ -455,16 +457,16 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
              scratch, largest) -> PushResult:
     """Delta-stepping from ``frontier`` (stored float32 weights, the largest sampled
     ``largest``)."""
-    # Ring bins for every bin one push can reach, so the far pile only takes initial values.
-    reach = largest / delta
-    ring_bits = min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
+    ring_bits = ring_bits_for(largest, delta)
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
-    pend, room = scratch.pend(), scratch.room()
+    pend, room = scratch.pend(), scratch.room(ring_bits)
 
     def step(twin, frontier, budget):
+        # numpy allocates the list of changed vertices, which the caller keeps: it advises
+        # the kernel to back large arrays with huge pages, and numba does not.
         return twin(indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
                     max_frontier_edges, budget, _PARALLEL_EDGES, round_pieces(), pend, room,
-                    STOP, LIVE)
+                    np.empty(len(values), dtype=np.int64), STOP, LIVE)
 
     rounds, pushed, changed = 0, 0, np.empty(0, dtype=np.int64)
     if stepping is _delta_stepping.parallel and \
@@ -487,6 +489,13 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
         more_changed = joined(changed, more_changed, pend)
     return _waiting_result(values, nxt, ordered, rounds + int(more_rounds),
                            pushed + int(more_pushed), more_changed)
+
+
+def ring_bits_for(largest: float, delta: float) -> int:
+    """The ring's size (bits) for the largest weight ``largest``: a bin for every bin one
+    push can reach, so that the far pile only takes initial values."""
+    reach = largest / delta
+    return min(_MAX_RING_BITS, max(1, math.ceil(math.log2(min(reach, 2.0**30) + 2))))
 
 
 def _waiting_result(values, waiting, ordered, rounds, pushed, changed) -> PushResult:
@@ -848,8 +857,8 @@ class _Bins(NamedTuple):
     """The delta-stepping state (numba passes the arrays; scalars live in ``meta``)."""
 
     pend: np.ndarray  # int32[n]: the bin of each vertex's live entry, IDLE or UNTOUCHED
-    keys: list  # R + 1 int64 stacks of entries: the ring's, then the far pile
-    degs: list  # R + 1 int64 stacks: each entry's out-degree
+    keys: List  # R + 1 int64 stacks of entries: the ring's, then the far pile
+    degs: List  # R + 1 int64 stacks: each entry's out-degree
     size: np.ndarray  # int64[R + 1]: entries in each stack, live or not
     edges: np.ndarray  # int64[R + 1]: their out-degrees summed
     meta: np.ndarray  # int64: cur bin, waiting vertices, their out-edges, a lower bound of
@@ -875,14 +884,19 @@ class _Room(NamedTuple):
     grouped_keys: np.ndarray  # int64[r]: the claims grouped per stack
     grouped_degs: np.ndarray  # int64[r]
     need: np.ndarray  # int64[1]: the largest r a round has asked for
+    stack_keys: List  # the bins' stacks (_Bins.keys), as large as they grew
+    stack_degs: List
 
 
-def _new_room(n: int, r: int) -> _Room:
-    """Work arrays for ``n`` vertices and rounds of up to ``r`` lowerings."""
+def _new_room(n: int, r: int, stacks: int) -> _Room:
+    """Work arrays for ``n`` vertices, rounds of up to ``r`` lowerings and ``stacks``
+    stacks."""
     return _Room(*(np.empty(n, dtype=t) for t in (np.int64, np.int64, np.int64, np.uint8)),
                  *(np.empty(r, dtype=t) for t in (np.int64, np.int64, np.uint8, np.int64,
                                                   np.int64)),
-                 np.zeros(1, dtype=np.int64))
+                 np.zeros(1, dtype=np.int64),
+                 *(List([np.empty(16, dtype=np.int64) for _ in range(stacks)])
+                   for _ in range(2)))
 
 
 @njit(cache=True, inline="always")
@@ -892,17 +906,15 @@ def _lend(a, size):
 
 
 @njit(cache=True, inline="always")
-def _new_bins(pend, ring_bits, room):
-    """Empty bins over ``pend`` (every entry UNTOUCHED), working in ``room``."""
-    n = len(pend)
+def _new_bins(pend, ring_bits, room, changed):
+    """Empty bins over ``pend`` (every entry UNTOUCHED), working in ``room``, listing the
+    changed vertices in ``changed`` (int64[n])."""
     stacks = (1 << ring_bits) + 1
     meta = np.zeros(6, dtype=np.int64)
     meta[_FAR_MIN] = MAX_BIN
-    return _Bins(pend,
-                 [np.empty(16, dtype=np.int64) for _ in range(stacks)],
-                 [np.empty(16, dtype=np.int64) for _ in range(stacks)],
+    return _Bins(pend, room.stack_keys, room.stack_degs,
                  np.zeros(stacks, dtype=np.int64), np.zeros(stacks, dtype=np.int64), meta,
-                 np.empty(n, dtype=np.int64), room)
+                 changed, room)
 
 
 @njit(inline="always", cache=True)
@@ -1526,12 +1538,13 @@ def _waiting(bins, max_pieces):
 @kernel(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
                     max_frontier_edges, budget, parallel_edges, max_pieces, pend, room,
-                    halt, live):
+                    changed, halt, live):
     """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
     pushed, every vertex it lowered, once each). ``pend`` is all UNTOUCHED, and so again on
-    return; ``room`` holds its work arrays. Progress and stopping as :func:`_rounds_loop`'s,
+    return; ``room`` holds its work arrays, and ``changed`` (int64[n]) the vertices it
+    lowers, which it returns a view of. Progress and stopping as :func:`_rounds_loop`'s,
     a bin at a time, and no bin begun once ``budget`` out-edges are pushed."""
-    bins = _new_bins(pend, ring_bits, room)
+    bins = _new_bins(pend, ring_bits, room, changed)
     start = np.empty(len(frontier), dtype=values.dtype)  # to tell which ones the run lowers
     # The kernel's passes over a long frontier, or over many changed vertices, run on every
     # thread; the serial twin never compiles them (seraph.kernels).

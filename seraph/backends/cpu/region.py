@@ -412,11 +412,15 @@ def _settled(pend, values, frontier, start, changed, count):
     return changed[:k], waiting[:w]
 
 
-@njit(cache=True)
 def joined(first, second, pend):
     """The vertices of ``first`` and of ``second`` (each without repeats) once each
     (``pend``, all UNTOUCHED, marks the first's, and is so again on return)."""
-    out = np.empty(len(first) + len(second), dtype=np.int64)
+    # numpy allocates what the caller keeps, backed by huge pages where large.
+    return _joined(first, second, pend, np.empty(len(first) + len(second), dtype=np.int64))
+
+
+@njit(cache=True)
+def _joined(first, second, pend, out):
     for i in range(len(first)):
         out[i] = first[i]
         pend[first[i]] = IDLE
