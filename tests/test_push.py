@@ -442,21 +442,21 @@ def test_delta_steppings_room_grows_to_the_largest_round_and_is_kept(monkeypatch
     monkeypatch.setattr(push, "_PARALLEL_EDGES", 1)
     scratch = Scratch(n)
     bits = ring_bits_for(weight_sample(graph[2])[1], default_delta(graph[0], graph[2]))
-    first = scratch.room(bits)
+    first = scratch.room(bits)[0]
     assert len(first.keys) == 0
     push_until(*graph, initial_values(n, 0, DISTANCE), np.array([0]), DISTANCE, 2**62,
                scratch=scratch)
     need = first.need[0]
     assert 0 < need <= len(src)
-    room = scratch.room(bits)
+    room = scratch.room(bits)[0]
     assert room is not first and len(room.keys) == len(room.grouped_degs) == need
     room.need[0] = need + 1  # a run of a larger round: the room doubles
-    assert len(scratch.room(bits).keys) == 2 * need
-    room = scratch.room(bits)
+    assert len(scratch.room(bits)[0].keys) == 2 * need
+    room = scratch.room(bits)[0]
     push_until(*graph, initial_values(n, 0, DISTANCE), np.array([0]), DISTANCE, 2**62,
                scratch=scratch)
-    assert room.need[0] == need and scratch.room(bits) is room  # the same rounds again
-    assert len(scratch.room(bits + 1).stack_keys) == (1 << bits + 1) + 1  # another ring
+    assert room.need[0] == need and scratch.room(bits)[0] is room  # the same rounds again
+    assert len(scratch.room(bits + 1)[1][0]) == (1 << bits + 1) + 1  # another ring
 
 
 @settings(max_examples=100, deadline=None)

@@ -85,7 +85,10 @@ def pull_unsettled(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray 
     pulled = lowered >= 0
     if not pulled.any():
         return None
-    return Pulled(_gathered.over(int(lowered[pulled].sum()))(listed, lowered), minimum,
+    count = int(lowered[pulled].sum())
+    # numpy allocates the list the caller keeps: it backs a large one with huge pages.
+    out = np.empty(count, dtype=np.int64)
+    return Pulled(_gathered.over(count)(listed, lowered, out), minimum,
                   int(blocks[pulled, ATTEMPTED].sum()), int(blocks[pulled, EDGES].sum()),
                   bool(pulled.all()))
 
@@ -177,14 +180,13 @@ def _sampled_edges(values, indptr, threshold, light_codes, light_unit, samples):
 
 
 @kernel(cache=True, parallel=True, nogil=True)
-def _gathered(listed, lowered):
+def _gathered(listed, lowered, out):
     """The lists of the vertices :func:`_pull_blocks`'s blocks lowered, one after another
-    (none of a block not pulled)."""
+    (none of a block not pulled), in ``out``, which it returns."""
     starts = np.empty(len(lowered) + 1, dtype=np.int64)
     starts[0] = 0
     for b in range(len(lowered)):
         starts[b + 1] = starts[b] + max(lowered[b], 0)
-    out = np.empty(starts[-1], dtype=np.int64)
     for b in prange(len(lowered)):
         if lowered[b] > 0:
             copy(out[starts[b]:], listed[b * BLOCK:], lowered[b])

@@ -160,6 +160,7 @@ class Scratch:
         self._in_next: np.ndarray | None = None
         self._pend: np.ndarray | None = None
         self._room: _Room | None = None
+        self._stacks: tuple[List, List] | None = None
 
     def in_next(self) -> np.ndarray:
         """A uint8 flag per vertex, all zero (push rounds' claims)."""
@@ -173,16 +174,22 @@ class Scratch:
             self._pend = np.full(self.num_vertices, UNTOUCHED, dtype=np.int32)
         return self._pend
 
-    def room(self, ring_bits: int) -> _Room:
-        """Delta-stepping's work arrays for a ring of ``2^ring_bits`` bins: a round's at
-        least as large as the largest an earlier run asked for (none before the first),
-        and twice as large as before where they grow, so that each source's slightly
-        larger round does not make new ones."""
-        room, stacks = self._room, (1 << ring_bits) + 1
-        if room is None or room.need[0] > len(room.keys) or len(room.stack_keys) != stacks:
+    def room(self, ring_bits: int) -> tuple[_Room, tuple[List, List]]:
+        """Delta-stepping's work arrays, and its bins' stacks for a ring of
+        ``2^ring_bits`` bins (two typed lists, which a call passes on their own: within a
+        tuple numba takes far longer to read them). A round's arrays are at least as large
+        as the largest an earlier run asked for (none before the first), and twice as
+        large as before where they grow, so that each source's slightly larger round does
+        not make new ones."""
+        room, stacks = self._room, self._stacks
+        if room is None or room.need[0] > len(room.keys):
             size = 0 if room is None else max(int(room.need[0]), 2 * len(room.keys))
-            self._room = room = _new_room(self.num_vertices, size, stacks)
-        return room
+            self._room = room = _new_room(self.num_vertices, size)
+        if stacks is None or len(stacks[0]) != (1 << ring_bits) + 1:
+            self._stacks = stacks = tuple(
+                List([np.empty(16, dtype=np.int64) for _ in range((1 << ring_bits) + 1)])
+                for _ in range(2))
+        return room, stacks
 
 
 def push_until(indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray | None,
@@ -459,22 +466,23 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
     ``largest``)."""
     ring_bits = ring_bits_for(largest, delta)
     stepping = _delta_stepping.over(max_frontier_edges, len(indices))
-    pend, room = scratch.pend(), scratch.room(ring_bits)
+    pend, (room, (stack_keys, stack_degs)) = scratch.pend(), scratch.room(ring_bits)
 
     def step(twin, frontier, budget):
-        # numpy allocates the list of changed vertices, which the caller keeps: it advises
-        # the kernel to back large arrays with huge pages, and numba does not.
         return twin(indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
                     max_frontier_edges, budget, _PARALLEL_EDGES, round_pieces(), pend, room,
-                    np.empty(len(values), dtype=np.int64), STOP, LIVE)
+                    stack_keys, stack_degs, STOP, LIVE)
 
+    # A step's changed vertices are a view of the room's list, which the next step reuses:
+    # what the caller keeps is a copy (numpy's, in huge pages where large), or joined.
     rounds, pushed, changed = 0, 0, np.empty(0, dtype=np.int64)
     if stepping is _delta_stepping.parallel and \
             len(frontier) * _CLAIM_EDGES < _PARALLEL_EDGES:
         frontier, ordered, rounds, pushed, changed = step(_delta_stepping.serial, frontier,
                                                           _ALONE_EDGES)
         if not frontier.size or pushed < _ALONE_EDGES or STOP[0]:  # done, at the limit
-            return _waiting_result(values, frontier, ordered, rounds, pushed, changed)
+            return _waiting_result(values, frontier, ordered, rounds, pushed,
+                                   changed.copy())
         # Small bins on every thread in one region, until a bin is large (region.py).
         why, more_rounds, more_pushed, more_changed, frontier = delta_region(
             indptr, indices, weights, values, frontier, 1.0 / delta, ring_bits,
@@ -485,8 +493,8 @@ def _ordered(indptr, indices, weights, values, frontier, max_frontier_edges, del
             return _waiting_result(values, frontier, False, rounds, pushed, changed)
     nxt, ordered, more_rounds, more_pushed, more_changed = step(stepping, frontier,
                                                                 _NO_BUDGET)
-    if len(changed):
-        more_changed = joined(changed, more_changed, pend)
+    more_changed = joined(changed, more_changed, pend) if len(changed) else \
+        more_changed.copy()
     return _waiting_result(values, nxt, ordered, rounds + int(more_rounds),
                            pushed + int(more_pushed), more_changed)
 
@@ -877,6 +885,7 @@ class _Room(NamedTuple):
     batch: np.ndarray  # int64[n]: the vertices a round takes
     batch_degs: np.ndarray  # int64[n]: their out-degrees, or their rows' ends in the round
     batch_bins: np.ndarray  # int64[n]: their bins
+    changed: np.ndarray  # int64[n]: the vertices a run lowered
     live: np.ndarray  # uint8[n]: a stack's live entries
     keys: np.ndarray  # int64[r]: a round's lowerings, as entries
     degs: np.ndarray  # int64[r]: their out-degrees
@@ -884,19 +893,15 @@ class _Room(NamedTuple):
     grouped_keys: np.ndarray  # int64[r]: the claims grouped per stack
     grouped_degs: np.ndarray  # int64[r]
     need: np.ndarray  # int64[1]: the largest r a round has asked for
-    stack_keys: List  # the bins' stacks (_Bins.keys), as large as they grew
-    stack_degs: List
 
 
-def _new_room(n: int, r: int, stacks: int) -> _Room:
-    """Work arrays for ``n`` vertices, rounds of up to ``r`` lowerings and ``stacks``
-    stacks."""
-    return _Room(*(np.empty(n, dtype=t) for t in (np.int64, np.int64, np.int64, np.uint8)),
+def _new_room(n: int, r: int) -> _Room:
+    """Work arrays for ``n`` vertices and rounds of up to ``r`` lowerings."""
+    return _Room(*(np.empty(n, dtype=t) for t in (np.int64, np.int64, np.int64, np.int64,
+                                                  np.uint8)),
                  *(np.empty(r, dtype=t) for t in (np.int64, np.int64, np.uint8, np.int64,
                                                   np.int64)),
-                 np.zeros(1, dtype=np.int64),
-                 *(List([np.empty(16, dtype=np.int64) for _ in range(stacks)])
-                   for _ in range(2)))
+                 np.zeros(1, dtype=np.int64))
 
 
 @njit(cache=True, inline="always")
@@ -906,15 +911,15 @@ def _lend(a, size):
 
 
 @njit(cache=True, inline="always")
-def _new_bins(pend, ring_bits, room, changed):
-    """Empty bins over ``pend`` (every entry UNTOUCHED), working in ``room``, listing the
-    changed vertices in ``changed`` (int64[n])."""
+def _new_bins(pend, ring_bits, room, stack_keys, stack_degs):
+    """Empty bins over ``pend`` (every entry UNTOUCHED), working in ``room``, their stacks'
+    arrays those of ``stack_keys`` and ``stack_degs``, as large as earlier runs grew them."""
     stacks = (1 << ring_bits) + 1
     meta = np.zeros(6, dtype=np.int64)
     meta[_FAR_MIN] = MAX_BIN
-    return _Bins(pend, room.stack_keys, room.stack_degs,
+    return _Bins(pend, stack_keys, stack_degs,
                  np.zeros(stacks, dtype=np.int64), np.zeros(stacks, dtype=np.int64), meta,
-                 changed, room)
+                 room.changed, room)
 
 
 @njit(inline="always", cache=True)
@@ -1538,13 +1543,14 @@ def _waiting(bins, max_pieces):
 @kernel(cache=True, nogil=True)
 def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_bits,
                     max_frontier_edges, budget, parallel_edges, max_pieces, pend, room,
-                    changed, halt, live):
+                    stack_keys, stack_degs, halt, live):
     """Delta-stepping; returns (waiting vertices, whether they are sorted, rounds, edges
     pushed, every vertex it lowered, once each). ``pend`` is all UNTOUCHED, and so again on
-    return; ``room`` holds its work arrays, and ``changed`` (int64[n]) the vertices it
-    lowers, which it returns a view of. Progress and stopping as :func:`_rounds_loop`'s,
-    a bin at a time, and no bin begun once ``budget`` out-edges are pushed."""
-    bins = _new_bins(pend, ring_bits, room, changed)
+    return; ``room`` and the stacks hold its work arrays (:meth:`Scratch.room`), the
+    changed vertices' list among them, which it returns a view of. Progress and stopping
+    as :func:`_rounds_loop`'s, a bin at a time, and no bin begun once ``budget`` out-edges
+    are pushed."""
+    bins = _new_bins(pend, ring_bits, room, stack_keys, stack_degs)
     start = np.empty(len(frontier), dtype=values.dtype)  # to tell which ones the run lowers
     # The kernel's passes over a long frontier, or over many changed vertices, run on every
     # thread; the serial twin never compiles them (seraph.kernels).
