@@ -879,8 +879,7 @@ class _Bins(NamedTuple):
 class _Room(NamedTuple):
     """Delta-stepping's work arrays, kept from run to run (:meth:`Scratch.room`): a parallel
     round's fresh arrays cost a page fault per page the threads write, and their release
-    stops every thread to drop the pages from its TLB, so on many threads a round spent
-    more time in the kernel than on its edges."""
+    stops every thread to drop the pages from its TLB."""
 
     batch: np.ndarray  # int64[n]: the vertices a round takes
     batch_degs: np.ndarray  # int64[n]: their out-degrees, or their rows' ends in the round
