@@ -435,8 +435,8 @@ def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, da
 def test_delta_steppings_room_grows_to_the_largest_round_and_is_kept(monkeypatch,
                                                                       all_threads):
     """A Scratch's room starts with no round arrays; a run's parallel rounds ask for as
-    much as their largest, and the next run gets that much, in arrays kept from then on;
-    a larger round later doubles them."""
+    much as their largest, and the next run gets twice that, in arrays kept from then on
+    until a round asks for more."""
     n, src, dst, w = random_graph()
     graph = csr(n, src, dst, w)
     monkeypatch.setattr(push, "_PARALLEL_EDGES", 1)
@@ -449,13 +449,12 @@ def test_delta_steppings_room_grows_to_the_largest_round_and_is_kept(monkeypatch
     need = first.need[0]
     assert 0 < need <= len(src)
     room = scratch.room(bits)[0]
-    assert room is not first and len(room.keys) == len(room.grouped_degs) == need
-    room.need[0] = need + 1  # a run of a larger round: the room doubles
-    assert len(scratch.room(bits)[0].keys) == 2 * need
-    room = scratch.room(bits)[0]
+    assert room is not first and len(room.keys) == len(room.grouped_degs) == 2 * need
     push_until(*graph, initial_values(n, 0, DISTANCE), np.array([0]), DISTANCE, 2**62,
                scratch=scratch)
     assert room.need[0] == need and scratch.room(bits)[0] is room  # the same rounds again
+    room.need[0] = 2 * need + 1  # a run of a larger round than the room holds
+    assert len(scratch.room(bits)[0].keys) == 4 * need + 2
     assert len(scratch.room(bits + 1)[1][0]) == (1 << bits + 1) + 1  # another ring
 
 

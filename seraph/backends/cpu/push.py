@@ -177,13 +177,13 @@ class Scratch:
     def room(self, ring_bits: int) -> tuple[_Room, tuple[List, List]]:
         """Delta-stepping's work arrays, and its bins' stacks for a ring of
         ``2^ring_bits`` bins (two typed lists, which a call passes on their own: within a
-        tuple numba takes far longer to read them). A round's arrays are at least as large
-        as the largest an earlier run asked for (none before the first), and twice as
-        large as before where they grow, so that each source's slightly larger round does
-        not make new ones."""
+        tuple numba takes far longer to read them). A round's arrays are twice as large
+        as the largest an earlier run asked for (none before the first): the next source's
+        slightly larger round then makes no new ones, and pages never written cost
+        nothing."""
         room, stacks = self._room, self._stacks
         if room is None or room.need[0] > len(room.keys):
-            size = 0 if room is None else max(int(room.need[0]), 2 * len(room.keys))
+            size = 0 if room is None else 2 * int(room.need[0])
             self._room = room = _new_room(self.num_vertices, size)
         if stacks is None or len(stacks[0]) != (1 << ring_bits) + 1:
             self._stacks = stacks = tuple(
