@@ -37,7 +37,9 @@ is checked by its verifier (outside the timed call), GAP's first answer by its o
 and the two first answers against each other where GAP's ``-a`` prints figures of its
 answer (BFS and SSSP: the vertices reached; CC: the components and the largest one's
 size): a difference fails the cell. Beside each cell, where Seraph's fastest calls went
-(:data:`WORK`: their phases and the edges they pushed, pulled bottom-up and swept).
+(:data:`WORK`: their phases and the edges they pushed, pulled bottom-up and swept), and
+the page faults each took (``getrusage``'s minor faults over the call: fresh memory
+that its threads wrote).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -132,6 +135,11 @@ class GapRun(NamedTuple):
     vertices: int | None = None
 
 
+def minor_faults() -> int:
+    """This process's minor page faults so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def gap_call(gap_dir: Path, files: dict, alg: str, source: int | None, threads: int,
              tolerance: float, verify: bool = False, delta: float = 2.0) -> GapRun:
     """GAP's kernel for one source (:class:`GapRun`; SSSP with ``-d delta``), verified if
@@ -215,14 +223,16 @@ def cells_of(kind: str, args) -> list[dict]:
                     for d in deltas:
                         gap[d].append(gap_call(Path(args.gap_dir), files, alg, source,
                                                threads, args.tolerance, delta=d).time)
+                    faults = minor_faults()
                     result = seraph.run(graph, alg, source, device="cpu", threads=threads,
                                         **options)
+                    faults = minor_faults() - faults
                     checks.call(graph, alg, source, result, None, **options)  # not timed
-                    ours.append(result.stats)
+                    ours.append((result.stats, faults))
                 for d in deltas:
                     by_delta[d].append(min(gap[d]))
-                fastest.append(min(ours, key=lambda stats: stats.call_time))
-            seraph_times = [stats.call_time for stats in fastest]
+                fastest.append(min(ours, key=lambda run: run[0].call_time))
+            seraph_times = [stats.call_time for stats, _ in fastest]
             # GAP at its best delta for the graph: the one of the lowest median.
             best = min(deltas, key=lambda d: statistics.median(by_delta[d]))
             gap_times = by_delta[best]
@@ -243,8 +253,9 @@ def cells_of(kind: str, args) -> list[dict]:
                           "seraph": seraph_times, "gap": gap_times,
                           "seraph_median": statistics.median(seraph_times),
                           "seraph_work": {k: statistics.median(getattr(stats, k)
-                                                               for stats in fastest)
+                                                               for stats, _ in fastest)
                                           for k in WORK},
+                          "seraph_page_faults": statistics.median(f for _, f in fastest),
                           "gap_median": statistics.median(gap_times),
                           "gap_delta": best if alg == "sssp" else None,
                           "gap_medians_by_delta": {f"{d:g}": statistics.median(t)
@@ -306,6 +317,7 @@ def report(cells: list[dict], info: dict, command: str) -> str:
              benchlib.seconds(c["seraph_first_call"]),
              " / ".join(f"{c['seraph_work'][k] / 1e6:.1f}"
                         for k in ("edges_pushed", "edges_pulled_bottom_up", "edges_swept")),
+             f"{c['seraph_page_faults']:,.0f}" if "seraph_page_faults" in c else "",
              c["checks"]["line"] + ("" if c["gap_verified"] else "; GAP's -v **FAILED**")
              + agreement(c)]
             for c in cells]
@@ -316,12 +328,14 @@ def report(cells: list[dict], info: dict, command: str) -> str:
         "the two alternated source by source. *ratio*: Seraph's median over GAP's. "
         "*first call*: Seraph's first call, not in the median. *Seraph's edges*: the millions "
         "of edges its calls pushed, pulled bottom-up and swept in dense rounds (medians of "
-        "the fastest calls). *answers*: every Seraph "
+        "the fastest calls). *page faults*: the minor faults of Seraph's fastest calls "
+        "(median): fresh memory that a call wrote. *answers*: every Seraph "
         "answer by its verifier, outside the timed call; GAP's first by its own `-v`, and "
         "what GAP's `-a` prints of it beside the same figures of Seraph's first answer.", "",
         benchlib.markdown_table(["graph", "alg", "threads", "Seraph", "GAP", "ratio",
-                                 "first call", "Seraph's edges (M)", "answers"], rows,
-                                [False] * 2 + [True] * 6 + [False]), ""])
+                                 "first call", "Seraph's edges (M)", "page faults",
+                                 "answers"], rows,
+                                [False] * 2 + [True] * 7 + [False]), ""])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,6 +87,7 @@ def test_seraph_beside_a_stand_in_for_gap(tmp_path, capsys):
                for c in cells)
     sssp = cells[2]["seraph_work"]
     assert sssp["edges_pushed"] + sssp["edges_pulled_bottom_up"] + sssp["edges_swept"] > 0
+    assert all(c["seraph_page_faults"] >= 0 for c in cells)
     calls = [line.split() for line in log.read_text().splitlines()]
     assert len(calls) == 4 * (1 + 2 * 2)  # a verified first run, then sources x repeat
     sources = cells[0]["sources"]
