@@ -432,8 +432,8 @@ def test_sssp_with_every_bin_pushed_and_filed_in_parallel_matches_dijkstra(g, da
             np.flatnonzero(values != initial_values(n, source, DISTANCE)))
 
 
-def test_delta_steppings_room_grows_to_the_largest_round_and_is_kept(monkeypatch,
-                                                                      all_threads):
+def test_delta_steppings_room_grows_past_the_largest_round_and_is_kept(monkeypatch,
+                                                                        all_threads):
     """A Scratch's room starts with no round arrays; a run's parallel rounds ask for as
     much as their largest, and the next run gets twice that, in arrays kept from then on
     until a round asks for more."""
