@@ -870,9 +870,8 @@ class _Bins(NamedTuple):
     size: np.ndarray  # int64[R + 1]: entries in each stack, live or not
     edges: np.ndarray  # int64[R + 1]: their out-degrees summed
     meta: np.ndarray  # int64: cur bin, waiting vertices, their out-edges, a lower bound of
-    #                   the far pile's bins, entries in the ring, changed vertices
-    changed: np.ndarray  # int64[n]: the first meta[_CHANGED] are the vertices this run
-    #                      lowered while UNTOUCHED
+    #                   the far pile's bins, entries in the ring, changed vertices (the
+    #                   first meta[_CHANGED] of room.changed: those lowered while UNTOUCHED)
     room: _Room
 
 
@@ -918,7 +917,7 @@ def _new_bins(pend, ring_bits, room, stack_keys, stack_degs):
     meta[_FAR_MIN] = MAX_BIN
     return _Bins(pend, stack_keys, stack_degs,
                  np.zeros(stacks, dtype=np.int64), np.zeros(stacks, dtype=np.int64), meta,
-                 room.changed, room)
+                 room)
 
 
 @njit(inline="always", cache=True)
@@ -975,7 +974,7 @@ def _file(bins, keys, degs, flags, k):
     for i in range(k):
         v, b = keys[i] & _VERTEX_MASK, keys[i] >> _VERTEX_BITS
         if flags[i] & _FIRST:
-            bins.changed[bins.meta[_CHANGED]] = v
+            bins.room.changed[bins.meta[_CHANGED]] = v
             bins.meta[_CHANGED] += 1
         if flags[i] & _NEW:
             _count_waiting(bins, degs[i], 1)
@@ -1180,7 +1179,7 @@ def _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, lowered):
             incoming[lst] += tally[p, lst]
         if lst != far:
             bins.meta[_RING] += incoming[lst]
-    changed_at = np.empty(pieces, dtype=np.int64)  # piece p's first place in bins.changed
+    changed_at = np.empty(pieces, dtype=np.int64)  # piece p's first place in bins.room.changed
     for p in range(pieces):
         changed_at[p] = bins.meta[_CHANGED]
         bins.meta[_CHANGED] += notes[p, _NOTE_FIRST]
@@ -1191,11 +1190,11 @@ def _file_pieces(indptr, bins, offsets, keys, counts, parallel_edges, lowered):
     grouped_degs = _lend(bins.room.grouped_degs, placed)
     if spread:
         _scatter_pieces(cur, far, offsets, keys, degs, flags, counts, at, changed_at,
-                        bins.changed, grouped_keys, grouped_degs)
+                        bins.room.changed, grouped_keys, grouped_degs)
     else:
         for p in range(pieces):
             _scatter_piece(cur, far, offsets[p], counts[p], keys, degs, flags, at[p],
-                           changed_at[p], bins.changed, grouped_keys, grouped_degs)
+                           changed_at[p], bins.room.changed, grouped_keys, grouped_degs)
     first = 0
     for lst in range(far + 1):
         size, add = bins.size[lst], incoming[lst]
@@ -1477,9 +1476,9 @@ def _also_lowered(pend, values, frontier, start, bins):
         if pend[v] != UNTOUCHED:  # queued, and not met before in the frontier
             pend[v] = UNTOUCHED
             if values[v] < start[i]:
-                bins.changed[k] = v
+                bins.room.changed[k] = v
                 k += 1
-    return bins.changed[:k]
+    return bins.room.changed[:k]
 
 
 @njit(cache=True)
@@ -1493,8 +1492,8 @@ def _also_lowered_together(pend, values, frontier, start, bins, max_pieces):
     at = _exclusive_sums(counts)
     for p in range(pieces):
         at[p] += bins.meta[_CHANGED]
-    _list_again(frontier, offsets, again, at, bins.changed)
-    return bins.changed[:bins.meta[_CHANGED] + counts.sum()]
+    _list_again(frontier, offsets, again, at, bins.room.changed)
+    return bins.room.changed[:bins.meta[_CHANGED] + counts.sum()]
 
 
 @njit(parallel=True, cache=True)
@@ -1601,7 +1600,7 @@ def _delta_stepping(indptr, indices, weights, values, frontier, inv_delta, ring_
     waiting, ordered = _waiting(bins, max_pieces)
     # Only the vertices lowered from UNTOUCHED and the frontier ever left it. The first
     # are the changed vertices so far; those of the frontier that the run lowered join them.
-    lowered = bins.changed[:bins.meta[_CHANGED]]
+    lowered = bins.room.changed[:bins.meta[_CHANGED]]
     if PARALLEL and len(lowered) * _CLAIM_EDGES >= parallel_edges:
         _set_at(pend, lowered, UNTOUCHED)
     else:
